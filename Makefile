@@ -1,0 +1,50 @@
+# OpenVPA build, test and verification entry points.
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+GO ?= go
+export GOFLAGS ?= -buildvcs=false
+
+COMPONENTS := recommender updater admission-controller
+BINARIES := $(foreach c,$(COMPONENTS),$(if $(wildcard $(c)/main.go),bin/vpa-$(c)))
+
+.PHONY: all
+all: build
+
+##@ Build
+
+.PHONY: build
+build: $(BINARIES) ## Build the component binaries into bin/.
+
+bin/vpa-%: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./$*
+
+.PHONY: FORCE
+FORCE:
+
+##@ Test
+
+.PHONY: test
+test: ## Run every test: unit, integration and e2e (starts the local control plane).
+	hack/test.sh
+
+.PHONY: test-unit
+test-unit: ## Run the unit tests only (no control plane).
+	$(GO) test ./...
+
+##@ Code generation and verification
+
+.PHONY: update
+update: ## Regenerate clients, CRDs and docs.
+	hack/update-codegen.sh
+	hack/update-crds.sh
+
+.PHONY: verify
+verify: ## gofmt, go vet, generated code and CRDs up to date.
+	hack/verify-gofmt.sh
+	$(GO) vet ./...
+	hack/verify-codegen.sh
+	hack/verify-crds.sh
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*?##/ { printf "  %-18s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

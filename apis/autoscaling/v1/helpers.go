@@ -1,0 +1,98 @@
+package v1
+
+import corev1 "k8s.io/api/core/v1"
+
+// DefaultControlledResources are the resources a container policy controls when
+// it lists none.
+var DefaultControlledResources = []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+
+// GetUpdateMode returns the effective update mode of a VPA: the one in its
+// update policy, or Recreate when none is set.
+func GetUpdateMode(vpa *VerticalPodAutoscaler) UpdateMode {
+	if vpa == nil || vpa.Spec.UpdatePolicy == nil || vpa.Spec.UpdatePolicy.UpdateMode == nil || *vpa.Spec.UpdatePolicy.UpdateMode == "" {
+		return UpdateModeRecreate
+	}
+	return *vpa.Spec.UpdatePolicy.UpdateMode
+}
+
+// EvictsPods reports whether the mode lets the updater evict pods.
+func (m UpdateMode) EvictsPods() bool {
+	return m == UpdateModeRecreate || m == UpdateModeAuto || m == UpdateModeInPlaceOrRecreate
+}
+
+// UpdatesRunningPods reports whether the updater acts on running pods in this mode.
+func (m UpdateMode) UpdatesRunningPods() bool {
+	return m.EvictsPods() || m == UpdateModeInPlace
+}
+
+// PatchesNewPods reports whether the admission controller applies
+// recommendations to new pods in this mode.
+func (m UpdateMode) PatchesNewPods() bool {
+	return m != UpdateModeOff
+}
+
+// GetContainerResourcePolicy returns the policy of the named container: its own
+// policy if there is one, else the "*" policy, else nil.
+func GetContainerResourcePolicy(containerName string, policy *PodResourcePolicy) *ContainerResourcePolicy {
+	if policy == nil {
+		return nil
+	}
+	var fallback *ContainerResourcePolicy
+	for i := range policy.ContainerPolicies {
+		p := &policy.ContainerPolicies[i]
+		switch p.ContainerName {
+		case containerName:
+			return p
+		case DefaultContainerResourcePolicy:
+			if fallback == nil {
+				fallback = p
+			}
+		}
+	}
+	return fallback
+}
+
+// ScalingMode returns the container's scaling mode, Auto when unset.
+func (p *ContainerResourcePolicy) ScalingMode() ContainerScalingMode {
+	if p == nil || p.Mode == nil {
+		return ContainerScalingModeAuto
+	}
+	return *p.Mode
+}
+
+// ControlledValuesOrDefault returns the controlled values, RequestsAndLimits when unset.
+func (p *ContainerResourcePolicy) ControlledValuesOrDefault() ContainerControlledValues {
+	if p == nil || p.ControlledValues == nil {
+		return ContainerControlledValuesRequestsAndLimits
+	}
+	return *p.ControlledValues
+}
+
+// ControlledResourcesOrDefault returns the controlled resources, cpu and memory when unset.
+func (p *ContainerResourcePolicy) ControlledResourcesOrDefault() []corev1.ResourceName {
+	if p == nil || p.ControlledResources == nil {
+		return DefaultControlledResources
+	}
+	return *p.ControlledResources
+}
+
+// Controls reports whether the policy controls the resource.
+func (p *ContainerResourcePolicy) Controls(name corev1.ResourceName) bool {
+	for _, r := range p.ControlledResourcesOrDefault() {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// RecommenderName returns the name of the recommender the VPA asks for, or
+// the empty string for the default recommender.
+func (vpa *VerticalPodAutoscaler) RecommenderName() string {
+	for _, r := range vpa.Spec.Recommenders {
+		if r != nil {
+			return r.Name
+		}
+	}
+	return ""
+}
