@@ -86,13 +86,21 @@ func (p *ContainerResourcePolicy) Controls(name corev1.ResourceName) bool {
 	return false
 }
 
-// RecommenderName returns the name of the recommender the VPA asks for, or
-// the empty string for the default recommender.
-func (vpa *VerticalPodAutoscaler) RecommenderName() string {
+// DefaultRecommenderName is the name of the recommender that handles VPAs
+// which name no recommender.
+const DefaultRecommenderName = "default"
+
+// SelectsRecommender reports whether the recommender with the given name is
+// responsible for the VPA: the default recommender handles VPAs that list no
+// recommender, and every recommender handles the VPAs that list its name.
+func (vpa *VerticalPodAutoscaler) SelectsRecommender(name string) bool {
+	if len(vpa.Spec.Recommenders) == 0 {
+		return name == DefaultRecommenderName
+	}
 	for _, r := range vpa.Spec.Recommenders {
-		if r != nil {
-			return r.Name
+		if r != nil && r.Name == name {
+			return true
 		}
 	}
-	return ""
+	return false
 }

@@ -433,6 +433,7 @@ type HistogramCheckpoint struct {
 	// +nullable
 	ReferenceTimestamp metav1.Time `json:"referenceTimestamp,omitempty"`
 	// Map from bucket index to bucket weight.
+	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:validation:XPreserveUnknownFields
 	// +optional
