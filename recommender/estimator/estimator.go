@@ -1,0 +1,167 @@
+package estimator
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// PercentileName is the name of the upstream estimator chain.
+const PercentileName = "percentile"
+
+// ConfidenceUnit is the unit of Result.Confidence: with it, confidence is the
+// history length in days for a steady stream of one sample per minute.
+const ConfidenceUnit = 24 * time.Hour
+
+// Estimator computes the recommendation of one VPA.
+type Estimator interface {
+	// Name identifies the estimator, e.g. for an --estimator flag.
+	Name() string
+	// Recommend returns the recommendation for the containers in aggregates
+	// (merged aggregate per container name) under the VPA's resource policy
+	// and annotations. Containers whose policy mode is Off are left out.
+	Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result
+}
+
+// Result is the outcome of Recommend.
+type Result struct {
+	// Containers is the recommendation list for the VPA status, sorted by
+	// container name.
+	Containers []vpav1.RecommendedContainerResources
+	// Confidence maps each recommended container to how much history backs
+	// it, in units of ConfidenceUnit (see model.AggregateState.Confidence).
+	// Values below 1 mean less than a day of history.
+	Confidence map[string]float64
+}
+
+// New returns the estimator with the given name.
+func New(name string, cfg Config) (Estimator, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	switch name {
+	case PercentileName, "":
+		return NewPercentile(cfg), nil
+	}
+	return nil, fmt.Errorf("unknown estimator %q", name)
+}
+
+// Resources is an amount of CPU (millicores) and memory (bytes).
+type Resources struct {
+	CPU    model.ResourceAmount
+	Memory model.ResourceAmount
+}
+
+// Amounts is the raw recommendation of one container.
+type Amounts struct {
+	Target     Resources
+	LowerBound Resources
+	UpperBound Resources
+}
+
+// RecommendedContainers returns the names in aggregates whose policy mode is
+// not Off, sorted.
+func RecommendedContainers(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy) []string {
+	names := make([]string, 0, len(aggregates))
+	for name := range aggregates {
+		if vpav1.GetContainerResourcePolicy(name, policy).ScalingMode() == vpav1.ContainerScalingModeOff {
+			continue
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// PodMinimum returns the pod minimum (PodMinCPUMillicores, PodMinMemoryMb)
+// split evenly across n containers, each part truncated.
+func (c Config) PodMinimum(n int) Resources {
+	if n <= 0 {
+		return Resources{}
+	}
+	fraction := 1.0 / float64(n)
+	return Resources{
+		CPU:    model.ScaleResource(model.CPUAmountFromCores(c.PodMinCPUMillicores*0.001), fraction),
+		Memory: model.ScaleResource(model.MemoryAmountFromBytes(c.PodMinMemoryMb*1024*1024), fraction),
+	}
+}
+
+// Percentile is the upstream estimator chain.
+type Percentile struct {
+	cfg Config
+}
+
+var _ Estimator = (*Percentile)(nil)
+
+// NewPercentile returns the upstream chain with cfg.
+func NewPercentile(cfg Config) *Percentile {
+	return &Percentile{cfg: cfg}
+}
+
+// Name returns PercentileName.
+func (p *Percentile) Name() string { return PercentileName }
+
+// Recommend implements Estimator.
+func (p *Percentile) Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
+	names := RecommendedContainers(aggregates, policy)
+	podMin := p.cfg.PodMinimum(len(names))
+	raw := make(map[string]Amounts, len(names))
+	conf := make(map[string]float64, len(names))
+	for _, name := range names {
+		a := aggregates[name]
+		raw[name] = p.Estimate(a, podMin)
+		conf[name] = a.Confidence(ConfidenceUnit)
+	}
+	return Result{Containers: Finish(p.cfg, raw, policy, annotations), Confidence: conf}
+}
+
+// Estimate returns the raw amounts for one aggregate:
+//
+//	target = max(margin(P_target),                              minimum)
+//	lower  = max(margin(P_lower) × (1 + 0.001/conf)^−2,         minimum)
+//	upper  = max(margin(P_upper) × (1 + 1/conf)^+1,             minimum)
+//
+// with margin(x) = x + trunc(x × MarginFraction), conf the aggregate's
+// confidence over the resource's confidence interval, and every product
+// truncated to an integer amount as it is computed.
+func (p *Percentile) Estimate(a *model.AggregateState, minimum Resources) Amounts {
+	c := p.cfg
+	cpuConf := a.Confidence(c.ConfidenceIntervalCPU)
+	memConf := a.Confidence(c.ConfidenceIntervalMemory)
+	cpu := func(pct float64) model.ResourceAmount {
+		return withMargin(model.CPUAmountFromCores(a.CPU.Percentile(pct)), c.MarginFraction)
+	}
+	mem := func(pct float64) model.ResourceAmount {
+		return withMargin(model.MemoryAmountFromBytes(a.Memory.Percentile(pct)), c.MarginFraction)
+	}
+	return Amounts{
+		Target: Resources{
+			CPU:    max(cpu(c.TargetCPUPercentile), minimum.CPU),
+			Memory: max(mem(c.TargetMemoryPercentile), minimum.Memory),
+		},
+		LowerBound: Resources{
+			CPU:    max(withConfidence(cpu(c.LowerBoundCPUPercentile), cpuConf, 0.001, -2), minimum.CPU),
+			Memory: max(withConfidence(mem(c.LowerBoundMemoryPercentile), memConf, 0.001, -2), minimum.Memory),
+		},
+		UpperBound: Resources{
+			CPU:    max(withConfidence(cpu(c.UpperBoundCPUPercentile), cpuConf, 1, 1), minimum.CPU),
+			Memory: max(withConfidence(mem(c.UpperBoundMemoryPercentile), memConf, 1, 1), minimum.Memory),
+		},
+	}
+}
+
+// withMargin returns x + trunc(x × fraction).
+func withMargin(x model.ResourceAmount, fraction float64) model.ResourceAmount {
+	return x + model.ScaleResource(x, fraction)
+}
+
+// withConfidence returns trunc(x × (1 + multiplier/conf)^exponent). With no
+// history (conf 0) the lower bound becomes 0 and the upper bound saturates
+// at MaxResourceAmount; 0 × ∞ (no samples at all) is 0.
+func withConfidence(x model.ResourceAmount, conf, multiplier, exponent float64) model.ResourceAmount {
+	return model.ScaleResource(x, math.Pow(1+multiplier/conf, exponent))
+}

@@ -1,0 +1,119 @@
+package model
+
+import (
+	"errors"
+	"math"
+	"time"
+)
+
+// MaxDecayExponent is the largest power of two a sample weight may be
+// multiplied by before the reference timestamp is moved forward.
+const MaxDecayExponent = 100
+
+var (
+	errOptionsMismatch  = errors.New("histograms use different bucketing options")
+	errHalfLifeMismatch = errors.New("decaying histograms use different half-lives")
+)
+
+// DecayingHistogram is a Histogram whose sample weights grow by a factor of
+// 2^((t − reference)/halfLife) with the sample time t, so that a sample loses
+// half of its relative importance every half-life. The reference timestamp is
+// always a multiple of the half-life (as time.Time.Round counts); it moves
+// forward when a sample arrives more than MaxDecayExponent half-lives after
+// it, and all weights are then rescaled by the matching power of two.
+//
+// The zero value is not usable; build one with NewDecayingHistogram.
+type DecayingHistogram struct {
+	h         Histogram
+	halfLife  time.Duration
+	reference time.Time
+}
+
+// NewDecayingHistogram returns an empty decaying histogram with the given
+// scheme and half-life (> 0) and a zero reference timestamp.
+func NewDecayingHistogram(opts *HistogramOptions, halfLife time.Duration) DecayingHistogram {
+	return DecayingHistogram{h: NewHistogram(opts), halfLife: halfLife}
+}
+
+// HalfLife returns the decay half-life.
+func (d *DecayingHistogram) HalfLife() time.Duration { return d.halfLife }
+
+// ReferenceTimestamp returns the time at which a sample has its nominal weight.
+func (d *DecayingHistogram) ReferenceTimestamp() time.Time { return d.reference }
+
+// Histogram returns the underlying (already decayed) weights.
+func (d *DecayingHistogram) Histogram() *Histogram { return &d.h }
+
+// AddSample adds a sample of value with weight·decayFactor(t).
+func (d *DecayingHistogram) AddSample(value, weight float64, t time.Time) {
+	d.h.AddSample(value, weight*d.decayFactor(t))
+}
+
+// SubtractSample removes a sample of value with weight·decayFactor(t).
+func (d *DecayingHistogram) SubtractSample(value, weight float64, t time.Time) {
+	d.h.SubtractSample(value, weight*d.decayFactor(t))
+}
+
+// Percentile returns the upper edge of the bucket holding the p-th percentile.
+func (d *DecayingHistogram) Percentile(p float64) float64 { return d.h.Percentile(p) }
+
+// IsEmpty reports whether the histogram has no non-empty bucket.
+func (d *DecayingHistogram) IsEmpty() bool { return d.h.IsEmpty() }
+
+// TotalWeight returns the total (decayed) weight.
+func (d *DecayingHistogram) TotalWeight() float64 { return d.h.total }
+
+// Merge adds other to d, after aligning the older reference timestamp with
+// the younger one. other is left unchanged. Both must use equal options and
+// half-lives.
+func (d *DecayingHistogram) Merge(other *DecayingHistogram) error {
+	if d.halfLife != other.halfLife {
+		return errHalfLifeMismatch
+	}
+	if !d.h.opts.Equal(other.h.opts) {
+		return errOptionsMismatch
+	}
+	switch {
+	case d.reference.Before(other.reference):
+		d.shiftReference(other.reference)
+	case other.reference.Before(d.reference):
+		o := other.clone()
+		o.shiftReference(d.reference)
+		return d.h.Merge(&o.h)
+	}
+	return d.h.Merge(&other.h)
+}
+
+// clone returns a deep copy.
+func (d *DecayingHistogram) clone() DecayingHistogram {
+	return DecayingHistogram{h: d.h.clone(), halfLife: d.halfLife, reference: d.reference}
+}
+
+// Equal reports whether two decaying histograms hold the same state.
+func (d *DecayingHistogram) Equal(other *DecayingHistogram) bool {
+	return d.halfLife == other.halfLife && d.reference.Equal(other.reference) && d.h.Equal(&other.h)
+}
+
+// shiftReference moves the reference to t rounded to the half-life and
+// scales the weights by 2^round((old − new)/halfLife).
+func (d *DecayingHistogram) shiftReference(t time.Time) {
+	t = t.Round(d.halfLife)
+	exp := roundHalfUp(float64(d.reference.Sub(t)) / float64(d.halfLife))
+	d.h.scale(math.Ldexp(1, exp))
+	d.reference = t
+}
+
+// decayFactor returns 2^((t − reference)/halfLife), first moving the
+// reference when t is more than MaxDecayExponent half-lives after it.
+func (d *DecayingHistogram) decayFactor(t time.Time) float64 {
+	limit := d.reference.Add(time.Duration(int64(d.halfLife) * MaxDecayExponent))
+	if t.After(limit) {
+		d.shiftReference(t)
+	}
+	return math.Exp2(float64(t.Sub(d.reference)) / float64(d.halfLife))
+}
+
+// roundHalfUp returns floor(x + 0.5) as an int.
+func roundHalfUp(x float64) int {
+	return int(math.Floor(x + 0.5))
+}

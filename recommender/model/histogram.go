@@ -1,0 +1,245 @@
+package model
+
+import "math"
+
+// Histogram is a weighted histogram over an exponential bucketing scheme that
+// stores only the window of buckets from its lowest to its highest non-zero
+// bucket. A bucket whose weight is below the options' epsilon counts as empty:
+// minBucket and maxBucket track the first and last non-empty buckets (or
+// NumBuckets−1 and 0 when there are none), exactly as in upstream's dense
+// histogram, and every loop visits the same buckets in the same order, so the
+// results are identical to upstream's.
+//
+// The zero value is not usable; build one with NewHistogram.
+type Histogram struct {
+	opts *HistogramOptions
+	// w[i] is the weight of bucket lo+i; buckets outside the window weigh 0.
+	w   []float64
+	lo  int32
+	min int32
+	max int32
+	// total is the total weight, tracked separately as upstream does.
+	total float64
+}
+
+// NewHistogram returns an empty histogram over the given scheme.
+func NewHistogram(opts *HistogramOptions) Histogram {
+	return Histogram{opts: opts, min: int32(opts.numBuckets - 1)}
+}
+
+// Options returns the bucketing scheme.
+func (h *Histogram) Options() *HistogramOptions { return h.opts }
+
+// TotalWeight returns the total weight of the samples.
+func (h *Histogram) TotalWeight() float64 { return h.total }
+
+// weight returns the weight of bucket b, 0 outside the window.
+func (h *Histogram) weight(b int) float64 {
+	i := b - int(h.lo)
+	if i < 0 || i >= len(h.w) {
+		return 0
+	}
+	return h.w[i]
+}
+
+// slot returns a pointer to the weight of bucket b, growing the window to
+// cover it. The window is reallocated to its exact size so that a long-lived
+// histogram holds no spare capacity.
+func (h *Histogram) slot(b int) *float64 {
+	if len(h.w) == 0 {
+		h.w = make([]float64, 1)
+		h.lo = int32(b)
+		return &h.w[0]
+	}
+	lo, hi := int(h.lo), int(h.lo)+len(h.w)-1
+	switch {
+	case b < lo:
+		w := make([]float64, hi-b+1)
+		copy(w[lo-b:], h.w)
+		h.w, h.lo = w, int32(b)
+	case b > hi:
+		w := make([]float64, b-lo+1)
+		copy(w, h.w)
+		h.w = w
+	}
+	return &h.w[b-int(h.lo)]
+}
+
+// trim drops zero-weight buckets at both ends of the window.
+func (h *Histogram) trim() {
+	i, j := 0, len(h.w)
+	for i < j && h.w[i] == 0 {
+		i++
+	}
+	for j > i && h.w[j-1] == 0 {
+		j--
+	}
+	switch {
+	case i == j:
+		h.w, h.lo = nil, 0
+	case i > 0 || j < len(h.w):
+		w := make([]float64, j-i)
+		copy(w, h.w[i:j])
+		h.w, h.lo = w, h.lo+int32(i)
+	}
+}
+
+// span returns the buckets of [min, max] that lie inside the window, as
+// window indexes [from, to); from ≥ to when there are none.
+func (h *Histogram) span() (from, to int) {
+	from = int(h.min) - int(h.lo)
+	to = int(h.max) - int(h.lo) + 1
+	if from < 0 {
+		from = 0
+	}
+	if to > len(h.w) {
+		to = len(h.w)
+	}
+	return from, to
+}
+
+// AddSample adds weight to the bucket of value. A negative, NaN or infinite
+// weight is ignored.
+func (h *Histogram) AddSample(value, weight float64) {
+	if !(weight >= 0) || math.IsInf(weight, 1) {
+		return
+	}
+	b := h.opts.FindBucket(value)
+	p := h.slot(b)
+	*p += weight
+	h.total += weight
+	if *p >= h.opts.epsilon {
+		if b < int(h.min) {
+			h.min = int32(b)
+		}
+		if b > int(h.max) {
+			h.max = int32(b)
+		}
+	}
+}
+
+// SubtractSample removes weight from the bucket of value. When less than
+// epsilon would remain, the bucket is cleared and only its weight is taken
+// from the total. A negative, NaN or infinite weight is ignored.
+func (h *Histogram) SubtractSample(value, weight float64) {
+	if !(weight >= 0) || math.IsInf(weight, 1) {
+		return
+	}
+	b := h.opts.FindBucket(value)
+	cur := h.weight(b)
+	if weight > cur-h.opts.epsilon {
+		weight = cur
+	}
+	h.total -= weight
+	if cur != 0 {
+		*h.slot(b) = cur - weight
+	}
+	h.updateMinMax()
+	h.trim()
+}
+
+// updateMinMax moves minBucket up and maxBucket down past empty buckets.
+func (h *Histogram) updateMinMax() {
+	eps := h.opts.epsilon
+	last := int32(h.opts.numBuckets - 1)
+	for h.min < last && h.weight(int(h.min)) < eps {
+		h.min++
+	}
+	for h.max > 0 && h.weight(int(h.max)) < eps {
+		h.max--
+	}
+}
+
+// IsEmpty reports whether the histogram has no bucket of at least epsilon.
+func (h *Histogram) IsEmpty() bool {
+	return h.weight(int(h.min)) < h.opts.epsilon
+}
+
+// Percentile returns the upper edge of the bucket in which the cumulative
+// weight first reaches p·TotalWeight, scanning from the first to the last
+// non-empty bucket; for the last bucket of the scheme it returns its start.
+// An empty histogram returns 0.
+func (h *Histogram) Percentile(p float64) float64 {
+	if h.IsEmpty() {
+		return 0
+	}
+	threshold := p * h.total
+	b := int(h.max)
+	// min is inside the window because the histogram is not empty. Buckets
+	// past the window add nothing, so the scan can stop at its end.
+	from := int(h.min) - int(h.lo)
+	to := int(h.max) - int(h.lo)
+	if to > len(h.w) {
+		to = len(h.w)
+	}
+	sum := 0.0
+	for i := from; i < to; i++ {
+		sum += h.w[i]
+		if sum >= threshold {
+			b = i + int(h.lo)
+			break
+		}
+	}
+	if b < h.opts.numBuckets-1 {
+		return h.opts.starts[b+1]
+	}
+	return h.opts.starts[b]
+}
+
+// Merge adds the buckets from minBucket to maxBucket of other, and its total
+// weight, to h. Both must use equal options.
+func (h *Histogram) Merge(other *Histogram) error {
+	if !h.opts.Equal(other.opts) {
+		return errOptionsMismatch
+	}
+	from, to := other.span()
+	for i := from; i < to; i++ {
+		if v := other.w[i]; v != 0 {
+			*h.slot(i + int(other.lo)) += v
+		}
+	}
+	h.total += other.total
+	if other.min < h.min {
+		h.min = other.min
+	}
+	if other.max > h.max {
+		h.max = other.max
+	}
+	return nil
+}
+
+// scale multiplies the buckets from minBucket to maxBucket, and the total
+// weight, by factor ≥ 0.
+func (h *Histogram) scale(factor float64) {
+	from, to := h.span()
+	for i := from; i < to; i++ {
+		h.w[i] *= factor
+	}
+	h.total *= factor
+	h.updateMinMax()
+	h.trim()
+}
+
+// clone returns a deep copy.
+func (h *Histogram) clone() Histogram {
+	c := *h
+	if h.w != nil {
+		c.w = make([]float64, len(h.w))
+		copy(c.w, h.w)
+	}
+	return c
+}
+
+// Equal reports whether two histograms hold the same state, bucket by bucket.
+func (h *Histogram) Equal(other *Histogram) bool {
+	if !h.opts.Equal(other.opts) || h.min != other.min || h.max != other.max || h.total != other.total {
+		return false
+	}
+	lo, hi := min(int(h.lo), int(other.lo)), max(int(h.lo)+len(h.w), int(other.lo)+len(other.w))
+	for b := lo; b < hi; b++ {
+		if h.weight(b) != other.weight(b) {
+			return false
+		}
+	}
+	return true
+}
