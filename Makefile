@@ -31,6 +31,18 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test ./...
 
+##@ Local control plane
+
+KUBECTL ?= hack/cluster/kubectl.sh
+
+.PHONY: cluster-up
+cluster-up: ## Start (or reuse) the local control plane; kubeconfig in _output/cluster/kubeconfig.
+	hack/cluster/up.sh
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local control plane (state kept; hack/cluster/down.sh --wipe deletes it).
+	hack/cluster/down.sh
+
 ##@ Code generation and verification
 
 .PHONY: update

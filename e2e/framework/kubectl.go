@@ -1,0 +1,42 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubectlTimeout bounds one kubectl call so a hung command cannot stall the test binary.
+const kubectlTimeout = 2 * time.Minute
+
+// Kubectl runs the cluster's kubectl as admin and returns its standard output; the test fails if
+// kubectl fails. Use it for what users see (kubectl top, get with printer columns, describe);
+// use the clients for everything else.
+func (c *Cluster) Kubectl(t testing.TB, args ...string) string {
+	t.Helper()
+	out, err := c.KubectlE(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// KubectlE is Kubectl returning the error (with kubectl's standard error) instead of failing.
+func (c *Cluster) KubectlE(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), kubectlTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.KubectlPath, args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.KubeconfigPath)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("kubectl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}

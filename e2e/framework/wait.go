@@ -1,0 +1,57 @@
+package framework
+
+import (
+	"testing"
+	"time"
+)
+
+// PollInterval is how often WaitFor checks its condition.
+const PollInterval = 200 * time.Millisecond
+
+// WaitFor polls cond until it returns true, and fails the test if that has not happened within
+// timeout. An error from cond does not end the wait (the API may be catching up); the last one is
+// reported if the deadline passes.
+func WaitFor(t testing.TB, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	if err := poll(timeout, PollInterval, cond); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// poll is WaitFor without the test, for reuse and unit tests.
+func poll(timeout, interval time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	var lastErr error
+	for {
+		ok, err := cond()
+		if err == nil && ok {
+			return nil
+		}
+		if err != nil {
+			lastErr = err
+		}
+		if !time.Now().Add(interval).Before(deadline) {
+			if lastErr != nil {
+				return &TimeoutError{Timeout: timeout, LastErr: lastErr}
+			}
+			return &TimeoutError{Timeout: timeout}
+		}
+		time.Sleep(interval)
+	}
+}
+
+// TimeoutError says that a condition was not met in time.
+type TimeoutError struct {
+	Timeout time.Duration
+	// LastErr is the last error the condition returned, if any.
+	LastErr error
+}
+
+func (e *TimeoutError) Error() string {
+	if e.LastErr != nil {
+		return "condition not met within " + e.Timeout.String() + "; last error: " + e.LastErr.Error()
+	}
+	return "condition not met within " + e.Timeout.String()
+}
+
+func (e *TimeoutError) Unwrap() error { return e.LastErr }

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Stops the local control plane started by up.sh: only the processes named in its PID files, and
+# only if they still are the processes it started for this CLUSTER_DIR. Stops them in reverse
+# start order with SIGTERM, then SIGKILL after 10 s, and checks that none of the cluster's ports
+# is still listening.
+#
+#   hack/cluster/down.sh           # stop, keep state (the next up.sh restarts in seconds)
+#   hack/cluster/down.sh --wipe    # stop and delete CLUSTER_DIR (certificates, etcd data, logs)
+set -euo pipefail
+# shellcheck source=hack/cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PIDS=${CLUSTER_DIR}/pids
+
+# Ports come from the running cluster's record when there is one.
+if [[ -f "${CLUSTER_DIR}/cluster.env" ]]; then
+  # shellcheck source=/dev/null
+  source <(grep -E '^[A-Z_]+_PORT=[0-9]+$' "${CLUSTER_DIR}/cluster.env")
+fi
+
+# ours <pid>: true when the process is alive and was started for this CLUSTER_DIR.
+ours() {
+  [[ -r "/proc/$1/cmdline" ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "${CLUSTER_DIR}/"
+}
+
+stop() {
+  local name=$1 pidfile=${PIDS}/$1.pid pid deadline
+  [[ -f "${pidfile}" ]] || return 0
+  pid=$(<"${pidfile}")
+  if ours "${pid}"; then
+    kill -TERM "${pid}" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while ours "${pid}" && ((SECONDS < deadline)); do
+      sleep 0.1
+    done
+    if ours "${pid}"; then
+      log "${name} (pid ${pid}) ignored SIGTERM; sending SIGKILL"
+      kill -KILL "${pid}" 2>/dev/null || true
+      while ours "${pid}"; do sleep 0.1; done
+    fi
+    log "stopped ${name} (pid ${pid})"
+  fi
+  rm -f "${pidfile}"
+}
+
+main() {
+  local i port listening=()
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop "${COMPONENTS[i]}"
+  done
+  for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" \
+    "${KWOK_PORT}" "${METRICS_SERVER_PORT}"; do
+    if [[ -n "$(ss -Htln "sport = :${port}")" ]]; then
+      listening+=("${port}")
+    fi
+  done
+  if [[ "${1:-}" == "--wipe" ]]; then
+    rm -rf "${CLUSTER_DIR}"
+    log "deleted ${CLUSTER_DIR}"
+  fi
+  if [[ ${#listening[@]} -gt 0 ]]; then
+    die "still listening after stop: ports ${listening[*]} (not started by this cluster, or not ours to stop)"
+  fi
+  log "cluster in ${CLUSTER_DIR} is down"
+}
+
+main "$@"

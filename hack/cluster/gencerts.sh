@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Creates the local control plane's PKI with openssl into the given folder (default
+# $CLUSTER_DIR/pki): the cluster CA, the front-proxy CA, serving and client certificates, and the
+# ServiceAccount signing key pair. Does nothing if the folder is already complete.
+set -euo pipefail
+# shellcheck source=hack/cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PKI_DIR=${1:-${CLUSTER_DIR}/pki}
+DAYS=3650
+LOOPBACK_SANS="IP:127.0.0.1,IP:::1,DNS:localhost"
+
+# ca <name> <common name>
+ca() {
+  openssl req -x509 -newkey rsa:2048 -nodes -days "${DAYS}" -subj "/CN=$2" \
+    -keyout "$1.key" -out "$1.crt" \
+    -addext "basicConstraints=critical,CA:TRUE" \
+    -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" 2>/dev/null
+}
+
+# leaf <name> <ca name> <subject> <extended key usage> [subject alt names]
+leaf() {
+  local name=$1 issuer=$2 subject=$3 usage=$4 sans=${5:-}
+  openssl req -newkey rsa:2048 -nodes -subj "${subject}" -keyout "${name}.key" -out "${name}.csr" 2>/dev/null
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    echo "extendedKeyUsage=${usage}"
+    if [[ -n "${sans}" ]]; then echo "subjectAltName=${sans}"; fi
+  } >"${name}.ext"
+  openssl x509 -req -days "${DAYS}" -in "${name}.csr" -CA "${issuer}.crt" -CAkey "${issuer}.key" \
+    -CAcreateserial -extfile "${name}.ext" -out "${name}.crt" 2>/dev/null
+  rm -f "${name}.csr" "${name}.ext"
+}
+
+if [[ -f "${PKI_DIR}/.complete" ]]; then
+  exit 0
+fi
+mkdir -p "${PKI_DIR}"
+cd "${PKI_DIR}"
+umask 077
+
+ca ca kubernetes-ca
+ca front-proxy-ca front-proxy-ca
+leaf apiserver ca /CN=kube-apiserver serverAuth \
+  "${LOOPBACK_SANS},IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+leaf admin ca "/O=system:masters/CN=kubernetes-admin" clientAuth
+leaf apiserver-kubelet-client ca "/O=system:masters/CN=kube-apiserver-kubelet-client" clientAuth
+leaf controller-manager ca /CN=system:kube-controller-manager clientAuth
+leaf scheduler ca /CN=system:kube-scheduler clientAuth
+leaf front-proxy-client front-proxy-ca /CN=front-proxy-client clientAuth
+# One loopback serving certificate for everything else on 127.0.0.1: the controller-manager and
+# scheduler ports, kwok's fake kubelet, metrics-server (the aggregator checks <svc>.<ns>.svc) and
+# admission webhooks that tests run on the host.
+leaf serving ca /CN=localhost serverAuth,clientAuth \
+  "${LOOPBACK_SANS},DNS:metrics-server.kube-system.svc,DNS:*.kube-system.svc,DNS:*.default.svc"
+openssl genrsa -out sa.key 2048 2>/dev/null
+openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+touch .complete

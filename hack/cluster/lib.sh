@@ -1,0 +1,52 @@
+# shellcheck shell=bash
+# Shared settings for the hack/cluster scripts. Sourced, never run.
+#
+# Every setting can be overridden from the environment, so a second cluster can run beside the
+# default one (another CLUSTER_DIR and other ports).
+
+CLUSTER_HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "${CLUSTER_HACK_DIR}/../.." && pwd)
+TOOLS_DIR=${CLUSTER_HACK_DIR}/tools
+
+# Versions. The authoritative pins are the go.mod files under tools/; these name them for
+# ldflags and messages and must agree with them (build.sh checks).
+K8S_VERSION=v1.37.2
+ETCD_VERSION=v3.6.16
+KWOK_VERSION=v0.8.0
+METRICS_SERVER_VERSION=v0.8.0
+
+# Runtime state: PKI, etcd data, logs, PID files, kubeconfigs.
+CLUSTER_DIR=${CLUSTER_DIR:-${REPO_ROOT}/_output/cluster}
+ETCD_PORT=${ETCD_PORT:-2379}
+ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
+APISERVER_PORT=${APISERVER_PORT:-6443}
+KCM_PORT=${KCM_PORT:-10257}
+SCHEDULER_PORT=${SCHEDULER_PORT:-10259}
+KWOK_PORT=${KWOK_PORT:-10247}
+METRICS_SERVER_PORT=${METRICS_SERVER_PORT:-4443}
+CLUSTER_NODES=${CLUSTER_NODES:-2}
+
+# Components in start order; cluster-down stops them in reverse.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server)
+BINARIES=("${COMPONENTS[@]}" kubectl)
+
+# Bump when build.sh changes how binaries are built (flags, ldflags), so caches are not reused.
+BUILD_REVISION=1
+
+# cache_key prints a short hash of everything that decides the binaries' content: the pinned
+# tools modules, the Go version and the build revision.
+cache_key() {
+  {
+    cat "${TOOLS_DIR}"/*/go.mod "${TOOLS_DIR}"/*/go.sum
+    echo "${BUILD_REVISION} $(${GO:-go} env GOVERSION GOOS GOARCH)"
+  } | sha256sum | cut -c1-16
+}
+
+CACHE_ROOT=${OPENVPA_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openvpa}
+BIN_DIR=${CLUSTER_BIN_DIR:-${CACHE_ROOT}/cluster-$(cache_key)/bin}
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() {
+  printf 'ERROR: %s\n' "$*" >&2
+  exit 1
+}

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# Starts the local control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kwok (fake nodes and kubelets) and metrics-server behind the aggregator.
+#
+#   hack/cluster/up.sh     (or: make cluster-up)
+#   export KUBECONFIG=$PWD/_output/cluster/kubeconfig
+#
+# Idempotent: components that are already running are kept, the others are started, and every
+# step waits for readiness. Builds missing binaries first (see build.sh). On failure it prints the
+# end of the failing component's log. State lives in CLUSTER_DIR (default _output/cluster);
+# ports come from the environment (see lib.sh), so a second cluster can run beside the first.
+set -euo pipefail
+# shellcheck source=hack/cluster/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+PKI=${CLUSTER_DIR}/pki
+LOGS=${CLUSTER_DIR}/logs
+PIDS=${CLUSTER_DIR}/pids
+ADMIN_KUBECONFIG=${CLUSTER_DIR}/kubeconfig
+START_US=${EPOCHREALTIME/./}
+
+elapsed() {
+  local now=${EPOCHREALTIME/./}
+  printf '%d.%01ds' $(((now - START_US) / 1000000)) $((((now - START_US) / 100000) % 10))
+}
+step() { printf '[%7s] %s\n' "$(elapsed)" "$*"; }
+
+kubectl() { "${BIN_DIR}/kubectl" --kubeconfig="${ADMIN_KUBECONFIG}" "$@"; }
+
+# fail_with_log <component> <message>: prints the end of the component's log and exits.
+fail_with_log() {
+  local log=${LOGS}/$1.log
+  if [[ -s "${log}" ]]; then
+    printf '%s\n' "----- last 40 lines of ${log} -----" >&2
+    tail -n 40 "${log}" >&2
+    printf '%s\n' "-----" >&2
+  fi
+  die "$2 (full log: ${log})"
+}
+
+# running <component>: true when the PID file names a live process started for this CLUSTER_DIR.
+running() {
+  local pidfile=${PIDS}/$1.pid pid
+  [[ -f "${pidfile}" ]] || return 1
+  pid=$(<"${pidfile}")
+  [[ -r "/proc/${pid}/cmdline" ]] && tr '\0' ' ' <"/proc/${pid}/cmdline" | grep -qF -- "${CLUSTER_DIR}/"
+}
+
+# start <component> <args...>: starts the component's binary in its own session, detached from
+# the caller's terminal and pipes, unless it is already running.
+start() {
+  local name=$1
+  shift
+  if running "${name}"; then
+    return 0
+  fi
+  setsid "${BIN_DIR}/${name}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 &
+  echo "$!" >"${PIDS}/${name}.pid"
+}
+
+# wait_ready <component> <timeout seconds> <command...>: polls the command until it succeeds;
+# fails early if the component's process has exited.
+wait_ready() {
+  local name=$1 deadline=$((SECONDS + $2))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [[ -f "${PIDS}/${name}.pid" ]] && ! running "${name}"; then
+      fail_with_log "${name}" "${name} exited during start-up"
+    fi
+    if ((SECONDS >= deadline)); then
+      fail_with_log "${name}" "${name} not ready after ${2}s"
+    fi
+    sleep 0.2
+  done
+}
+
+# write_kubeconfig <file> <user> <cert> <key>: a kubeconfig with embedded credentials, written
+# atomically so readers never see half a file.
+write_kubeconfig() {
+  local file=$1 user=$2 cert=$3 key=$4
+  cat >"${file}.tmp" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: openvpa-local
+  cluster:
+    server: https://127.0.0.1:${APISERVER_PORT}
+    certificate-authority-data: $(base64 -w0 <"${PKI}/ca.crt")
+users:
+- name: ${user}
+  user:
+    client-certificate-data: $(base64 -w0 <"${cert}")
+    client-key-data: $(base64 -w0 <"${key}")
+contexts:
+- name: openvpa-local
+  context:
+    cluster: openvpa-local
+    user: ${user}
+current-context: openvpa-local
+KUBECONFIG
+  chmod 600 "${file}.tmp"
+  mv -f "${file}.tmp" "${file}"
+}
+
+https_ok() { curl -sf --max-time 2 --cacert "${PKI}/ca.crt" "$@"; }
+
+# nodes_manifest prints the fake nodes that do not exist yet. Nodes keep the status they are
+# created with; kwok's node-initialize stage completes it and marks them Ready.
+nodes_manifest() {
+  local i name existing
+  existing=$(kubectl get nodes --selector=type=kwok --output=name)
+  for ((i = 0; i < CLUSTER_NODES; i++)); do
+    name=kwok-node-${i}
+    if grep -qx "node/${name}" <<<"${existing}"; then
+      continue
+    fi
+    cat <<NODE
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ${name}
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+    metrics.k8s.io/resource-metrics-path: /metrics/nodes/${name}/metrics/resource
+  labels:
+    kubernetes.io/hostname: ${name}
+    kubernetes.io/os: linux
+    kubernetes.io/arch: amd64
+    type: kwok
+status:
+  allocatable: {cpu: "32", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "32", memory: 64Gi, pods: "110"}
+  nodeInfo:
+    kubeletVersion: ${K8S_VERSION}
+    architecture: amd64
+    operatingSystem: linux
+NODE
+  done
+}
+
+metrics_apiservice_manifest() {
+  cat <<MANIFEST
+apiVersion: v1
+kind: Service
+metadata:
+  name: metrics-server
+  namespace: kube-system
+spec:
+  type: ExternalName
+  externalName: 127.0.0.1
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1beta1.metrics.k8s.io
+spec:
+  group: metrics.k8s.io
+  version: v1beta1
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  caBundle: $(base64 -w0 <"${PKI}/ca.crt")
+  service:
+    name: metrics-server
+    namespace: kube-system
+    port: ${METRICS_SERVER_PORT}
+MANIFEST
+}
+
+main() {
+  "${CLUSTER_HACK_DIR}/build.sh"
+  mkdir -p "${LOGS}" "${PIDS}"
+  # Parallel callers (several test packages at once) take turns; the second finds it running.
+  exec 8>"${CLUSTER_DIR}/.up.lock"
+  flock 8
+
+  "${CLUSTER_HACK_DIR}/gencerts.sh" "${PKI}"
+  write_kubeconfig "${ADMIN_KUBECONFIG}" kubernetes-admin "${PKI}/admin.crt" "${PKI}/admin.key"
+  write_kubeconfig "${CLUSTER_DIR}/controller-manager.kubeconfig" system:kube-controller-manager \
+    "${PKI}/controller-manager.crt" "${PKI}/controller-manager.key"
+  write_kubeconfig "${CLUSTER_DIR}/scheduler.kubeconfig" system:kube-scheduler \
+    "${PKI}/scheduler.crt" "${PKI}/scheduler.key"
+  cat >"${CLUSTER_DIR}/cluster.env" <<ENV
+# Written by hack/cluster/up.sh: where this cluster's binaries are and which ports it uses.
+BIN_DIR=${BIN_DIR}
+KUBECONFIG=${ADMIN_KUBECONFIG}
+ETCD_PORT=${ETCD_PORT}
+ETCD_PEER_PORT=${ETCD_PEER_PORT}
+APISERVER_PORT=${APISERVER_PORT}
+KCM_PORT=${KCM_PORT}
+SCHEDULER_PORT=${SCHEDULER_PORT}
+KWOK_PORT=${KWOK_PORT}
+METRICS_SERVER_PORT=${METRICS_SERVER_PORT}
+ENV
+  step "binaries, certificates and kubeconfigs ready"
+
+  start etcd --name openvpa --data-dir "${CLUSTER_DIR}/etcd" \
+    --listen-client-urls "http://127.0.0.1:${ETCD_PORT}" --advertise-client-urls "http://127.0.0.1:${ETCD_PORT}" \
+    --listen-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" --initial-advertise-peer-urls "http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --initial-cluster "openvpa=http://127.0.0.1:${ETCD_PEER_PORT}" \
+    --unsafe-no-fsync=true --quota-backend-bytes=2147483648 --log-level=warn
+  wait_ready etcd 30 curl -sf --max-time 2 "http://127.0.0.1:${ETCD_PORT}/health"
+  step "etcd ready on 127.0.0.1:${ETCD_PORT}"
+
+  # --endpoint-reconciler-type=none: the default reconciler refuses a loopback advertise address.
+  # --enable-aggregator-routing stays false, or the ExternalName Service for metrics-server fails.
+  start kube-apiserver --etcd-servers="http://127.0.0.1:${ETCD_PORT}" \
+    --bind-address=127.0.0.1 --secure-port="${APISERVER_PORT}" --advertise-address=127.0.0.1 \
+    --endpoint-reconciler-type=none \
+    --tls-cert-file="${PKI}/apiserver.crt" --tls-private-key-file="${PKI}/apiserver.key" \
+    --client-ca-file="${PKI}/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="${PKI}/sa.pub" --service-account-signing-key-file="${PKI}/sa.key" \
+    --service-cluster-ip-range=10.96.0.0/16 \
+    --authorization-mode=Node,RBAC --allow-privileged=true \
+    --kubelet-client-certificate="${PKI}/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="${PKI}/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-certificate-authority="${PKI}/ca.crt" \
+    --requestheader-client-ca-file="${PKI}/front-proxy-ca.crt" --requestheader-allowed-names=front-proxy-client \
+    --requestheader-username-headers=X-Remote-User --requestheader-group-headers=X-Remote-Group \
+    --requestheader-extra-headers-prefix=X-Remote-Extra- \
+    --proxy-client-cert-file="${PKI}/front-proxy-client.crt" --proxy-client-key-file="${PKI}/front-proxy-client.key" \
+    --enable-aggregator-routing=false --profiling=false --v=1
+  wait_ready kube-apiserver 120 https_ok --cert "${PKI}/admin.crt" --key "${PKI}/admin.key" \
+    "https://127.0.0.1:${APISERVER_PORT}/readyz"
+  step "kube-apiserver ready on 127.0.0.1:${APISERVER_PORT}"
+
+  # --use-service-account-credentials: each controller acts as its own ServiceAccount, as kubeadm
+  # does; as system:kube-controller-manager RBAC would not let them update Deployments.
+  start kube-controller-manager \
+    --kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
+    --authentication-kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
+    --authorization-kubeconfig="${CLUSTER_DIR}/controller-manager.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="${KCM_PORT}" \
+    --tls-cert-file="${PKI}/serving.crt" --tls-private-key-file="${PKI}/serving.key" \
+    --leader-elect=false --controllers='*' --use-service-account-credentials=true \
+    --service-account-private-key-file="${PKI}/sa.key" --root-ca-file="${PKI}/ca.crt" \
+    --cluster-signing-cert-file="${PKI}/ca.crt" --cluster-signing-key-file="${PKI}/ca.key" \
+    --service-cluster-ip-range=10.96.0.0/16 --profiling=false --v=1
+  start kube-scheduler \
+    --kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
+    --authentication-kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
+    --authorization-kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
+    --bind-address=127.0.0.1 --secure-port="${SCHEDULER_PORT}" \
+    --tls-cert-file="${PKI}/serving.crt" --tls-private-key-file="${PKI}/serving.key" \
+    --leader-elect=false --profiling=false --v=1
+  wait_ready kube-controller-manager 60 https_ok "https://127.0.0.1:${KCM_PORT}/healthz"
+  wait_ready kube-scheduler 60 https_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
+  # The ServiceAccount admission plugin rejects pods until the namespace's "default" SA exists.
+  wait_ready kube-controller-manager 60 kubectl get serviceaccount default --namespace=default
+  step "kube-controller-manager and kube-scheduler ready"
+
+  start kwok --kubeconfig="${ADMIN_KUBECONFIG}" --config="${CLUSTER_HACK_DIR}/conf/kwok.yaml" \
+    --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-ip=127.0.0.1 --node-port="${KWOK_PORT}" --server-address="127.0.0.1:${KWOK_PORT}" \
+    --tls-cert-file="${PKI}/serving.crt" --tls-private-key-file="${PKI}/serving.key"
+  wait_ready kwok 30 https_ok "https://127.0.0.1:${KWOK_PORT}/healthz"
+  local nodes
+  nodes=$(nodes_manifest) || fail_with_log kube-apiserver "could not list nodes"
+  if [[ -n "${nodes}" ]]; then
+    kubectl create -f - >/dev/null <<<"${nodes}" || fail_with_log kwok "could not create the kwok nodes"
+  fi
+  wait_ready kwok 60 kubectl wait --for=condition=Ready node --selector=type=kwok --timeout=2s
+  step "kwok ready with ${CLUSTER_NODES} Ready nodes"
+
+  # metrics-server requires --metric-resolution above --kubelet-request-timeout.
+  start metrics-server --kubeconfig="${ADMIN_KUBECONFIG}" \
+    --authentication-kubeconfig="${ADMIN_KUBECONFIG}" --authorization-kubeconfig="${ADMIN_KUBECONFIG}" \
+    --bind-address=127.0.0.1 --secure-port="${METRICS_SERVER_PORT}" \
+    --tls-cert-file="${PKI}/serving.crt" --tls-private-key-file="${PKI}/serving.key" \
+    --kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port --kubelet-insecure-tls \
+    --metric-resolution=10s --kubelet-request-timeout=5s
+  wait_ready metrics-server 30 https_ok "https://127.0.0.1:${METRICS_SERVER_PORT}/livez"
+  metrics_apiservice_manifest | kubectl apply --server-side --field-manager=openvpa-cluster-up -f - >/dev/null ||
+    fail_with_log metrics-server "could not register the metrics.k8s.io APIService"
+  wait_ready metrics-server 60 kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout=2s
+  step "metrics-server ready behind apiservice/v1beta1.metrics.k8s.io"
+
+  step "cluster ready: export KUBECONFIG=${ADMIN_KUBECONFIG}"
+}
+
+main "$@"
