@@ -1,0 +1,40 @@
+// Package features declares OpenVPA's feature gates, accepted on every
+// component through --feature-gates with upstream VPA's names.
+package features
+
+import (
+	"github.com/spf13/pflag"
+	"k8s.io/component-base/featuregate"
+)
+
+const (
+	// CPUStartupBoost enables the temporary CPU boost of spec.startupBoost.
+	CPUStartupBoost featuregate.Feature = "CPUStartupBoost"
+	// InPlace enables the InPlace update mode. Upstream keeps it alpha and off;
+	// here it is on by default and the gate exists so upstream flags keep working.
+	InPlace featuregate.Feature = "InPlace"
+	// PerVPAConfig enables the per-VPA OOM, memory aggregation and
+	// evictAfterOOMSeconds settings. Off by default, as upstream.
+	PerVPAConfig featuregate.Feature = "PerVPAConfig"
+)
+
+var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
+	CPUStartupBoost: {Default: false, PreRelease: featuregate.Alpha},
+	InPlace:         {Default: true, PreRelease: featuregate.Beta},
+	PerVPAConfig:    {Default: false, PreRelease: featuregate.Alpha},
+}
+
+// NewGate returns a gate with OpenVPA's features registered at their defaults.
+func NewGate() featuregate.MutableFeatureGate {
+	g := featuregate.NewFeatureGate()
+	if err := g.Add(defaults); err != nil {
+		// The table above is static; a failure here is a programming error.
+		panic(err)
+	}
+	return g
+}
+
+// AddFlag registers --feature-gates for the gate.
+func AddFlag(fs *pflag.FlagSet, g featuregate.MutableFeatureGate) {
+	g.AddFlag(fs)
+}

@@ -1,0 +1,61 @@
+package healthserver
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestLoopHealth(t *testing.T) {
+	c := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	h := NewLoopHealth(c, time.Minute)
+	if err := h.Check(); err != nil {
+		t.Fatalf("fresh loop: %v", err)
+	}
+	c.SetTime(c.Now().Add(5*time.Minute + time.Second))
+	if err := h.Check(); err == nil {
+		t.Fatal("no loop for over 5 intervals must fail")
+	}
+	h.MarkLoop()
+	if err := h.Check(); err != nil {
+		t.Fatalf("after a loop: %v", err)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "openvpa_test_total", Help: "test"})
+	reg.MustRegister(c)
+	c.Inc()
+	ready := errors.New("caches not synced")
+	h := Handler(Options{
+		Registry:  reg,
+		Liveness:  []Check{{Name: "loop", Func: func() error { return nil }}},
+		Readiness: []Check{{Name: "informers", Func: func() error { return ready }}},
+	})
+	tests := []struct {
+		path     string
+		code     int
+		contains string
+	}{
+		{"/healthz", http.StatusOK, "ok"},
+		{"/readyz", http.StatusServiceUnavailable, "caches not synced"},
+		{"/metrics", http.StatusOK, "openvpa_test_total 1"},
+		{"/debug/pprof/", http.StatusNotFound, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.contains) {
+				t.Errorf("GET %s = %d %q, want %d containing %q", tc.path, rec.Code, rec.Body.String(), tc.code, tc.contains)
+			}
+		})
+	}
+}
