@@ -29,7 +29,7 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
-	$(GO) test ./...
+	$(GO) test $$($(GO) list ./... | grep -v '/e2e/')
 
 ##@ Local control plane
 
