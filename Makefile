@@ -43,6 +43,14 @@ cluster-up: ## Start (or reuse) the local control plane; kubeconfig in _output/c
 cluster-down: ## Stop the local control plane (state kept; hack/cluster/down.sh --wipe deletes it).
 	hack/cluster/down.sh
 
+##@ Deployment
+
+.PHONY: manifests
+manifests: ## Render deploy/ (kustomize) into _output/openvpa.yaml.
+	@mkdir -p _output
+	$(KUBECTL) kustomize deploy >_output/openvpa.yaml
+	@echo "wrote _output/openvpa.yaml"
+
 ##@ Code generation and verification
 
 .PHONY: update
