@@ -106,11 +106,12 @@ func (d *DecayingHistogram) shiftReference(t time.Time) {
 // decayFactor returns 2^((t − reference)/halfLife), first moving the
 // reference when t is more than MaxDecayExponent half-lives after it.
 func (d *DecayingHistogram) decayFactor(t time.Time) float64 {
-	limit := d.reference.Add(time.Duration(int64(d.halfLife) * MaxDecayExponent))
-	if t.After(limit) {
+	since := t.Sub(d.reference)
+	if since > time.Duration(int64(d.halfLife)*MaxDecayExponent) {
 		d.shiftReference(t)
+		since = t.Sub(d.reference)
 	}
-	return math.Exp2(float64(t.Sub(d.reference)) / float64(d.halfLife))
+	return math.Exp2(float64(since) / float64(d.halfLife))
 }
 
 // roundHalfUp returns floor(x + 0.5) as an int.

@@ -1,0 +1,29 @@
+package estimator
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// BenchmarkRecommendOneContainer runs the whole percentile chain, with
+// conversion to quantities and capping, for one container with a day of
+// 1-minute CPU samples and memory samples.
+func BenchmarkRecommendOneContainer(b *testing.B) {
+	a := model.NewAggregateState(nil, start)
+	c := model.NewContainerState(a)
+	for i := 0; i < 24*60; i++ {
+		ts := start.Add(time.Duration(i) * time.Minute)
+		c.AddCPUSample(ts, model.ResourceAmount(500+400*math.Sin(2*math.Pi*float64(i)/1440)))
+		c.AddMemorySample(ts, model.ResourceAmount(300<<20+i<<12))
+	}
+	aggs := map[string]*model.AggregateState{"app": a}
+	e := NewPercentile(DefaultConfig())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Recommend(aggs, nil, nil)
+	}
+}
