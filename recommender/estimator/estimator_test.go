@@ -52,16 +52,16 @@ func TestChainSteps(t *testing.T) {
 	tests := map[string]struct {
 		got, want model.ResourceAmount
 	}{
-		"no history: upper bound saturates":      {withConfidence(3140, 0, 1, 1), model.MaxResourceAmount},
-		"no history: lower bound is 0":           {withConfidence(3140, 0, 0.001, -2), 0},
-		"no samples: 0 × ∞ is 0":                 {withConfidence(0, 0, 1, 1), 0},
-		"conf 0.00625, (0.1, 2) on 3.14 cores":   {withConfidence(3140, nine.Confidence(24*time.Hour), 0.1, 2), 907460},
-		"conf 0.00625, (0.1, 2) on 3.14e9 bytes": {withConfidence(3.14e9, nine.Confidence(24*time.Hour), 0.1, 2), 9.0746e11},
-		"conf 0.5 (18m interval) on 3.14 cores":  {withConfidence(3140, nine.Confidence(18*time.Minute), 0.1, 2), 4521},
-		"conf 0.5 (18m interval) on 3.14e9":      {withConfidence(3.14e9, nine.Confidence(18*time.Minute), 0.1, 2), 4.5216e9},
-		"margin 0.1 on 3.14 cores":               {withMargin(3140, 0.1), 3454},
-		"margin 0.15 on 305m is 350m":            {withMargin(305, 0.15), 350},
-		"margin is added after clamping the scaled part":                        {withMargin(model.MaxResourceAmount, 0.15), model.MaxResourceAmount + model.MaxResourceAmount*15/100},
+		"no history: upper bound saturates":              {withConfidence(3140, 0, 1, 1), model.MaxResourceAmount},
+		"no history: lower bound is 0":                   {withConfidence(3140, 0, 0.001, -2), 0},
+		"no samples: 0 × ∞ is 0":                         {withConfidence(0, 0, 1, 1), 0},
+		"conf 0.00625, (0.1, 2) on 3.14 cores":           {withConfidence(3140, nine.Confidence(24*time.Hour), 0.1, 2), 907460},
+		"conf 0.00625, (0.1, 2) on 3.14e9 bytes":         {withConfidence(3.14e9, nine.Confidence(24*time.Hour), 0.1, 2), 9.0746e11},
+		"conf 0.5 (18m interval) on 3.14 cores":          {withConfidence(3140, nine.Confidence(18*time.Minute), 0.1, 2), 4521},
+		"conf 0.5 (18m interval) on 3.14e9":              {withConfidence(3.14e9, nine.Confidence(18*time.Minute), 0.1, 2), 4.5216e9},
+		"margin 0.1 on 3.14 cores":                       {withMargin(3140, 0.1), 3454},
+		"margin 0.15 on 305m is 350m":                    {withMargin(305, 0.15), 350},
+		"margin is added after clamping the scaled part": {withMargin(model.MaxResourceAmount, 0.15), model.MaxResourceAmount + model.MaxResourceAmount*15/100},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
