@@ -1,0 +1,86 @@
+package priority
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+// ConfigForVPA returns cfg with the VPA's evictAfterOOMSeconds applied when
+// per-VPA configuration is enabled.
+func ConfigForVPA(cfg Config, vpa *vpav1.VerticalPodAutoscaler, perVPAConfig bool) Config {
+	if perVPAConfig && vpa != nil && vpa.Spec.UpdatePolicy != nil && vpa.Spec.UpdatePolicy.EvictAfterOOMSeconds != nil {
+		cfg.EvictAfterOOMThreshold = time.Duration(*vpa.Spec.UpdatePolicy.EvictAfterOOMSeconds) * time.Second
+	}
+	return cfg
+}
+
+// PodInputFor converts a pod and its (already capped) recommendation into
+// the rule's input. observed names the containers to consider (the pod's
+// vpaObservedContainers annotation); nil means every container. Requests are
+// read from the pod spec, which a resize updates.
+func PodInputFor(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, observed []string, now time.Time) PodInput {
+	var in PodInput
+	if pod.Status.StartTime != nil {
+		age := now.Sub(pod.Status.StartTime.Time)
+		in.Age = &age
+	}
+	var keep map[string]bool
+	if observed != nil {
+		keep = make(map[string]bool, len(observed))
+		for _, name := range observed {
+			keep[name] = true
+		}
+	}
+	for _, container := range pod.Spec.Containers {
+		if keep != nil && !keep[container.Name] {
+			continue
+		}
+		c := ContainerInput{
+			Name:       container.Name,
+			Requests:   container.Resources.Requests,
+			ScalingOff: vpav1.GetContainerResourcePolicy(container.Name, policy).ScalingMode() == vpav1.ContainerScalingModeOff,
+		}
+		if r := containerRecommendation(rec, container.Name); r != nil {
+			c.HasRecommendation = true
+			c.Target, c.LowerBound, c.UpperBound = r.Target, r.LowerBound, r.UpperBound
+		}
+		c.OOMKilledAfter = lastOOMRuntime(pod, container.Name)
+		in.Containers = append(in.Containers, c)
+	}
+	return in
+}
+
+// Evaluate applies the rule to a pod; see PodInputFor for the arguments.
+func Evaluate(cfg Config, pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, observed []string, now time.Time) Decision {
+	return Decide(cfg, PodInputFor(pod, rec, policy, observed, now))
+}
+
+func containerRecommendation(rec *vpav1.RecommendedPodResources, name string) *vpav1.RecommendedContainerResources {
+	if rec == nil {
+		return nil
+	}
+	for i := range rec.ContainerRecommendations {
+		if rec.ContainerRecommendations[i].ContainerName == name {
+			return &rec.ContainerRecommendations[i]
+		}
+	}
+	return nil
+}
+
+func lastOOMRuntime(pod *corev1.Pod, name string) *time.Duration {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name != name {
+			continue
+		}
+		t := status.LastTerminationState.Terminated
+		if t == nil || t.Reason != "OOMKilled" {
+			return nil
+		}
+		d := t.FinishedAt.Sub(t.StartedAt.Time)
+		return &d
+	}
+	return nil
+}

@@ -1,0 +1,56 @@
+package priority
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+// MeetsEvictionRequirements reports whether a pod with these containers may
+// be disrupted under a VPA's evictionRequirements. With no requirements it is
+// true. Otherwise some container with a recommendation must meet every
+// requirement, a requirement being met when any of its resources changes in
+// the required direction (target vs request, in milli-units). A container
+// that lacks a cpu or a memory request meets the requirements.
+func MeetsEvictionRequirements(requirements []*vpav1.EvictionRequirement, containers []ContainerInput) bool {
+	if len(requirements) == 0 {
+		return true
+	}
+	for _, c := range containers {
+		if !c.HasRecommendation {
+			continue
+		}
+		_, hasCPU := c.Requests[corev1.ResourceCPU]
+		_, hasMemory := c.Requests[corev1.ResourceMemory]
+		if !hasCPU || !hasMemory {
+			return true
+		}
+		if containerMeets(requirements, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func containerMeets(requirements []*vpav1.EvictionRequirement, c ContainerInput) bool {
+	for _, req := range requirements {
+		if req == nil {
+			continue
+		}
+		met := false
+		for _, name := range req.Resources {
+			target := c.Target[name]
+			request := c.Requests[name]
+			switch req.ChangeRequirement {
+			case vpav1.TargetHigherThanRequests:
+				met = met || target.MilliValue() > request.MilliValue()
+			case vpav1.TargetLowerThanRequests:
+				met = met || target.MilliValue() < request.MilliValue()
+			}
+		}
+		if !met {
+			return false
+		}
+	}
+	return true
+}
