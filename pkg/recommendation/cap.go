@@ -1,0 +1,252 @@
+package recommendation
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+// Notes added when a target is capped; the vpaUpdates annotation and the
+// updater's events show them as "<resource> <note>".
+const (
+	NoteMinAllowed     = "capped to minAllowed"
+	NoteMaxAllowed     = "capped to maxAllowed"
+	NoteContainerLimit = "capped to container limit"
+	NoteLimitRangeMin  = "capped to fit Min in container LimitRange"
+	NoteLimitRangeMax  = "capped to fit Max in container LimitRange"
+)
+
+// bound selects one of the recommendation fields.
+type bound int
+
+const (
+	boundTarget bound = iota
+	boundLower
+	boundUpper
+)
+
+// Capped is the result of Cap.
+type Capped struct {
+	// Recommendation holds, in pod container order, one entry per container
+	// that has a recommendation, is in scaling mode Auto and exists in the
+	// pod. Target, LowerBound and UpperBound are capped; UncappedTarget is
+	// copied unchanged.
+	Recommendation vpav1.RecommendedPodResources
+	// Notes maps a container name to what capped its target, e.g.
+	// "cpu capped to maxAllowed".
+	Notes map[string][]string
+}
+
+// Cap applies the pod LimitRange, the container LimitRange, the VPA container
+// policies and (for RequestsOnly) the containers' current limits to rec, for
+// the given pod. rec may be nil. The inputs are not modified.
+func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges) Capped {
+	out := Capped{Notes: map[string][]string{}}
+	if pod == nil || rec == nil {
+		return out
+	}
+	// recs[i] is the working copy for pod.Spec.Containers[i], nil when the
+	// container gets no recommendation.
+	recs := make([]*vpav1.RecommendedContainerResources, len(pod.Spec.Containers))
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		r := find(rec, c.Name)
+		if r == nil {
+			continue
+		}
+		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
+		if cp.ScalingMode() == vpav1.ContainerScalingModeOff {
+			continue
+		}
+		r = r.DeepCopy()
+		r.Target = controlled(r.Target, cp)
+		r.LowerBound = controlled(r.LowerBound, cp)
+		r.UpperBound = controlled(r.UpperBound, cp)
+		recs[i] = r
+	}
+	if lr.Pod != nil {
+		for _, b := range []bound{boundUpper, boundTarget, boundLower} {
+			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				applyPodLimitRange(pod, recs, lr.Pod, name, b)
+			}
+		}
+	}
+	for i := range pod.Spec.Containers {
+		r := recs[i]
+		if r == nil {
+			continue
+		}
+		c := &pod.Spec.Containers[i]
+		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
+		notes := capContainer(c, r.Target, cp, lr.Container)
+		capContainer(c, r.LowerBound, cp, lr.Container)
+		capContainer(c, r.UpperBound, cp, lr.Container)
+		if len(notes) > 0 {
+			out.Notes[c.Name] = notes
+		}
+		out.Recommendation.ContainerRecommendations = append(out.Recommendation.ContainerRecommendations, *r)
+	}
+	return out
+}
+
+func find(rec *vpav1.RecommendedPodResources, name string) *vpav1.RecommendedContainerResources {
+	for i := range rec.ContainerRecommendations {
+		if rec.ContainerRecommendations[i].ContainerName == name {
+			return &rec.ContainerRecommendations[i]
+		}
+	}
+	return nil
+}
+
+// controlled drops the resources the policy does not control.
+func controlled(l corev1.ResourceList, cp *vpav1.ContainerResourcePolicy) corev1.ResourceList {
+	if l == nil {
+		return nil
+	}
+	for name := range l {
+		if !cp.Controls(name) {
+			delete(l, name)
+		}
+	}
+	return l
+}
+
+func field(r *vpav1.RecommendedContainerResources, b bound) corev1.ResourceList {
+	switch b {
+	case boundLower:
+		return r.LowerBound
+	case boundUpper:
+		return r.UpperBound
+	default:
+		return r.Target
+	}
+}
+
+// applyPodLimitRange scales one field of every container's recommendation so
+// that the pod total of one resource fits the Pod LimitRange.
+func applyPodLimitRange(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, item *corev1.LimitRangeItem, name corev1.ResourceName, b bound) {
+	minLimit := item.Min[name]
+	maxLimit := item.Max[name]
+	defaultLimit := get(item.Default, name)
+	var sumLimit, sumRec resource.Quantity
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		var recommended *resource.Quantity
+		if recs[i] != nil {
+			recommended = get(field(recs[i], b), name)
+		}
+		if recommended == nil {
+			// Containers without a recommendation keep their requests and
+			// still count towards the pod total.
+			recommended = get(c.Resources.Requests, name)
+		}
+		if recommended == nil {
+			continue
+		}
+		if l, ok, _ := ProportionalLimit(name, get(c.Resources.Limits, name), get(c.Resources.Requests, name), recommended, defaultLimit); ok {
+			sumLimit.Add(l)
+		}
+		sumRec.Add(*recommended)
+	}
+	if minLimit.Cmp(sumLimit) <= 0 && minLimit.Cmp(sumRec) <= 0 && (maxLimit.IsZero() || maxLimit.Cmp(sumLimit) >= 0) {
+		return
+	}
+	if minLimit.Cmp(sumRec) > 0 && !sumLimit.IsZero() && !sumRec.IsZero() {
+		forEachField(recs, b, name, func(q resource.Quantity) resource.Quantity {
+			v, _ := scale(name, q, sumRec, minLimit, roundUp)
+			return v
+		})
+		return
+	}
+	if sumLimit.IsZero() {
+		return
+	}
+	var targetTotal resource.Quantity
+	if minLimit.Cmp(sumLimit) > 0 {
+		targetTotal = minLimit
+	}
+	if !maxLimit.IsZero() && maxLimit.Cmp(sumLimit) < 0 {
+		targetTotal = maxLimit
+	}
+	forEachField(recs, b, name, func(q resource.Quantity) resource.Quantity {
+		v, _ := scale(name, q, sumLimit, targetTotal, roundDown)
+		return v
+	})
+}
+
+func forEachField(recs []*vpav1.RecommendedContainerResources, b bound, name corev1.ResourceName, f func(resource.Quantity) resource.Quantity) {
+	for _, r := range recs {
+		if r == nil {
+			continue
+		}
+		l := field(r, b)
+		if q, ok := l[name]; ok {
+			l[name] = f(q)
+		}
+	}
+}
+
+// capContainer caps one recommendation field in place and returns the notes.
+func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.ContainerResourcePolicy, item *corev1.LimitRangeItem) []string {
+	if len(l) == 0 {
+		return nil
+	}
+	notes := make([]string, 0, 2)
+	names := sortedNames(l)
+	if item != nil {
+		for _, name := range names {
+			def := get(item.Default, name)
+			minReq := boundaryRequest(name, c, get(item.Min, name), def)
+			if m := get(item.Min, name); m != nil && !m.IsZero() && (minReq == nil || m.Cmp(*minReq) > 0) {
+				minReq = m
+			}
+			maxReq := boundaryRequest(name, c, get(item.Max, name), def)
+			notes = capTo(l, name, minReq, maxReq, NoteLimitRangeMin, NoteLimitRangeMax, notes)
+		}
+	}
+	if cp != nil {
+		for _, name := range names {
+			notes = capTo(l, name, get(cp.MinAllowed, name), get(cp.MaxAllowed, name), NoteMinAllowed, NoteMaxAllowed, notes)
+		}
+	}
+	if cp.ControlledValuesOrDefault() == vpav1.ContainerControlledValuesRequestsOnly {
+		for _, name := range names {
+			limit := get(c.Resources.Limits, name)
+			if limit == nil || limit.IsZero() {
+				continue
+			}
+			if q := l[name]; q.MilliValue() > limit.MilliValue() {
+				l[name] = limit.DeepCopy()
+				notes = append(notes, fmt.Sprintf("%s %s", name, NoteContainerLimit))
+			}
+		}
+	}
+	return notes
+}
+
+func capTo(l corev1.ResourceList, name corev1.ResourceName, lo, hi *resource.Quantity, loNote, hiNote string, notes []string) []string {
+	q := l[name]
+	if lo != nil && !lo.IsZero() && q.Cmp(*lo) < 0 {
+		q = lo.DeepCopy()
+		l[name] = q
+		notes = append(notes, fmt.Sprintf("%s %s", name, loNote))
+	}
+	if hi != nil && !hi.IsZero() && q.Cmp(*hi) > 0 {
+		l[name] = hi.DeepCopy()
+		notes = append(notes, fmt.Sprintf("%s %s", name, hiNote))
+	}
+	return notes
+}
+
+func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(l))
+	for n := range l {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}

@@ -1,0 +1,76 @@
+package recommendation
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// LimitRanges are the LimitRange constraints of one namespace, merged per type.
+// A nil item means no LimitRange of that type constrains cpu or memory.
+type LimitRanges struct {
+	// Container is the merged item of type Container.
+	Container *corev1.LimitRangeItem
+	// Pod is the merged item of type Pod.
+	Pod *corev1.LimitRangeItem
+}
+
+// MergeLimitRanges merges the LimitRanges of a namespace the way the API
+// server's admission sees them: for cpu and memory the highest min and the
+// lowest max win; of the defaults, the last one (in name order) wins.
+func MergeLimitRanges(ranges []*corev1.LimitRange) LimitRanges {
+	sorted := make([]*corev1.LimitRange, 0, len(ranges))
+	for _, lr := range ranges {
+		if lr != nil {
+			sorted = append(sorted, lr)
+		}
+	}
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	return LimitRanges{
+		Container: mergeItems(sorted, corev1.LimitTypeContainer),
+		Pod:       mergeItems(sorted, corev1.LimitTypePod),
+	}
+}
+
+func mergeItems(ranges []*corev1.LimitRange, typ corev1.LimitType) *corev1.LimitRangeItem {
+	var out *corev1.LimitRangeItem
+	for _, lr := range ranges {
+		for i := range lr.Spec.Limits {
+			item := &lr.Spec.Limits[i]
+			if item.Type != typ || (item.Min == nil && item.Max == nil && item.Default == nil) {
+				continue
+			}
+			if out == nil {
+				out = &corev1.LimitRangeItem{Type: typ}
+			}
+			if item.Default != nil {
+				out.Default = item.Default.DeepCopy()
+			}
+			out.Max = mergeBound(out.Max, item.Max, func(have, next resource.Quantity) bool { return next.Cmp(have) < 0 })
+			out.Min = mergeBound(out.Min, item.Min, func(have, next resource.Quantity) bool { return next.Cmp(have) > 0 })
+		}
+	}
+	return out
+}
+
+// mergeBound folds next into have for cpu and memory, taking next's value
+// where better(have, next) or where have has none.
+func mergeBound(have, next corev1.ResourceList, better func(have, next resource.Quantity) bool) corev1.ResourceList {
+	if next == nil {
+		return have
+	}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		q, ok := next[name]
+		if !ok {
+			continue
+		}
+		if have == nil {
+			have = corev1.ResourceList{}
+		}
+		if cur, ok := have[name]; !ok || better(cur, q) {
+			have[name] = q.DeepCopy()
+		}
+	}
+	return have
+}
