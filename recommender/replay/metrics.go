@@ -1,0 +1,111 @@
+package replay
+
+import (
+	"math"
+	"sort"
+)
+
+// Summary aggregates the scores of one request series over every scored
+// workload-day. The JSON keys are part of the replay's output format.
+type Summary struct {
+	WorkloadDays      int     `json:"workload_days"`
+	CPUSlackMean      float64 `json:"cpu_slack_mean"`
+	CPUSlackMedian    float64 `json:"cpu_slack_median"`
+	MemorySlackMean   float64 `json:"memory_slack_mean"`
+	MemorySlackMedian float64 `json:"memory_slack_median"`
+	OOMFreeFraction   float64 `json:"oom_free_fraction"`
+	CPUShortfallMean  float64 `json:"cpu_shortfall_mean"`
+	ChangesPerDayMean float64 `json:"changes_per_day_mean"`
+	ChangesPerDayP99  float64 `json:"changes_per_day_p99"`
+}
+
+// Summarize aggregates the scores picked by score from days; days for which
+// score returns nil are skipped.
+func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
+	var cpuSlack, memSlack, shortfall, changes []float64
+	oomFree := 0
+	for i := range days {
+		s := score(&days[i])
+		if s == nil {
+			continue
+		}
+		cpuSlack = append(cpuSlack, s.CPUSlack)
+		memSlack = append(memSlack, s.MemorySlack)
+		shortfall = append(shortfall, s.CPUShortfall)
+		changes = append(changes, float64(s.Changes))
+		if s.OOMSamples == 0 {
+			oomFree++
+		}
+	}
+	n := len(memSlack)
+	if n == 0 {
+		return Summary{}
+	}
+	return Summary{
+		WorkloadDays:      n,
+		CPUSlackMean:      mean(cpuSlack),
+		CPUSlackMedian:    median(cpuSlack),
+		MemorySlackMean:   mean(memSlack),
+		MemorySlackMedian: median(memSlack),
+		OOMFreeFraction:   float64(oomFree) / float64(n),
+		CPUShortfallMean:  mean(shortfall),
+		ChangesPerDayMean: mean(changes),
+		ChangesPerDayP99:  nearestRank(changes, 0.99),
+	}
+}
+
+// EstimatorSummary summarizes estimator i of r.
+func (r *Result) EstimatorSummary(i int) Summary {
+	return Summarize(r.Days, func(d *DayScore) *Score { return &d.Scores[i] })
+}
+
+// ProvisionedSummary summarizes the trace's own requests.
+func (r *Result) ProvisionedSummary() Summary {
+	return Summarize(r.Days, func(d *DayScore) *Score { return d.Provisioned })
+}
+
+// ScoredWorkloads returns the number of workloads with at least one scored
+// day.
+func (r *Result) ScoredWorkloads() int {
+	seen := map[string]bool{}
+	for _, d := range r.Days {
+		seen[d.Workload] = true
+	}
+	return len(seen)
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// median returns the middle value, or the mean of the two middle values.
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// nearestRank returns the q-quantile by the nearest-rank rule: the smallest
+// value with at least q·n values at or below it.
+func nearestRank(xs []float64, q float64) float64 {
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	k := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(k, len(s)-1))]
+}
+
+// quantileMax returns the nearest-rank q-quantile and the maximum of xs; xs
+// is sorted in place.
+func quantileMax(xs []float64, q float64) (float64, float64) {
+	sort.Float64s(xs)
+	k := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[max(0, min(k, len(xs)-1))], xs[len(xs)-1]
+}

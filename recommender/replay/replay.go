@@ -1,0 +1,397 @@
+package replay
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+const (
+	// RecommendationInterval is how often, in trace time, a recommendation
+	// is computed and the updater's rule consulted.
+	RecommendationInterval = time.Hour
+	// Warmup is the time from a workload's first sample during which nothing
+	// is applied.
+	Warmup = 24 * time.Hour
+	// Day is the length of one scored workload-day.
+	Day = 24 * time.Hour
+)
+
+// Options configures a replay.
+type Options struct {
+	// Model is the recommender's model configuration (nil: defaults).
+	Model *model.Config
+	// Estimators are replayed side by side over the same model state; the
+	// first one is the primary (its timelines are kept for the plots).
+	Estimators []estimator.Estimator
+	// Rule is the updater's decision rule (nil: the updater's defaults).
+	Rule UpdateRule
+	// Progress, when set, is called after each workload.
+	Progress func(done, total int)
+}
+
+// Result is the outcome of a replay.
+type Result struct {
+	// Estimators are the names of the replayed estimators, in Options order.
+	Estimators []string
+	// HasProvisioned reports whether Days carry the provisioned baseline.
+	HasProvisioned bool
+	// Days are the scored workload-days, in trace order.
+	Days []DayScore
+	// Workloads are per-workload timelines of the primary estimator.
+	Workloads []*Timeline
+}
+
+// DayScore is one scored workload-day (one container of one workload over
+// one day).
+type DayScore struct {
+	Workload  string
+	Container string
+	// Day is the day index from the workload's first sample (≥ 1).
+	Day   int
+	Start time.Time
+	// Samples is the number of samples in the day.
+	Samples int
+	// CPUUsageP95 and MemoryUsageP95 are the day's usage 95th percentiles.
+	CPUUsageP95    float64
+	MemoryUsageP95 float64
+	// CPUUsageMax and MemoryUsageMax are the day's usage maxima.
+	CPUUsageMax    float64
+	MemoryUsageMax float64
+	// Scores holds one entry per estimator, in Result.Estimators order.
+	Scores []Score
+	// Provisioned scores the trace's own requests; nil without them.
+	Provisioned *Score
+}
+
+// Score is how one request series fared over one workload-day.
+type Score struct {
+	// CPURequestMean and MemoryRequestMean are the mean requests in force
+	// over the day's samples.
+	CPURequestMean    float64
+	MemoryRequestMean float64
+	// CPUSlack and MemorySlack are (mean request − p95 usage) / mean request.
+	CPUSlack    float64
+	MemorySlack float64
+	// OOMSamples is the number of memory samples above the memory request in
+	// force (the OOM proxy); the day is OOM-free when it is zero.
+	OOMSamples int
+	// CPUShortfall is the share of samples whose CPU usage exceeds the CPU
+	// request in force.
+	CPUShortfall float64
+	// Changes is the number of updates applied during the day (per
+	// workload; every container of the workload counts them).
+	Changes int
+}
+
+// Timeline is the request of the primary estimator at every sample of every
+// container of one workload.
+type Timeline struct {
+	Workload   string
+	Containers []*Container
+	// CPURequest and MemoryRequest hold, per container, one value per
+	// sample (the request in force at it).
+	CPURequest    [][]float64
+	MemoryRequest [][]float64
+	// Changes are the times at which updates were applied.
+	Changes []time.Time
+}
+
+// requests is one container's requests, cores and bytes.
+type requests struct {
+	cpu, memory float64
+	set         bool
+}
+
+// series is the state of one estimator while one workload is replayed.
+type series struct {
+	est        estimator.Estimator
+	current    map[string]requests // applied requests; unset until the first one
+	changed    bool                // an update has been applied
+	lastChange time.Time           // the pod's start (age reference)
+	changes    map[int]int         // updates per day index
+	changeAt   []time.Time
+	// per container, per day accumulators
+	acc map[string]map[int]*dayAcc
+}
+
+type dayAcc struct {
+	cpuReqSum, memReqSum float64
+	ooms, cpuOver        int
+}
+
+// Run replays trace under opts.
+func Run(trace *Trace, opts Options) (*Result, error) {
+	if len(opts.Estimators) == 0 {
+		return nil, fmt.Errorf("no estimator to replay")
+	}
+	cfg := opts.Model
+	if cfg == nil {
+		cfg = model.DefaultConfig()
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rule := opts.Rule
+	if rule == nil {
+		rule = DefaultUpdateRule()
+	}
+	res := &Result{HasProvisioned: trace.HasRequests}
+	for _, e := range opts.Estimators {
+		res.Estimators = append(res.Estimators, e.Name())
+	}
+	for i, w := range trace.Workloads {
+		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule)
+		res.Days = append(res.Days, days...)
+		res.Workloads = append(res.Workloads, tl)
+		if opts.Progress != nil {
+			opts.Progress(i+1, len(trace.Workloads))
+		}
+	}
+	return res, nil
+}
+
+func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule) ([]DayScore, *Timeline) {
+	t0, end := w.Start(), w.End()
+	aggs := make(map[string]*model.AggregateState, len(w.Containers))
+	states := make([]*model.ContainerState, len(w.Containers))
+	for i, c := range w.Containers {
+		a := model.NewAggregateState(cfg, t0)
+		aggs[c.Name] = a
+		states[i] = model.NewContainerState(a)
+	}
+	all := make([]*series, len(ests))
+	for i, e := range ests {
+		all[i] = &series{est: e, current: map[string]requests{}, lastChange: t0, changes: map[int]int{}, acc: map[string]map[int]*dayAcc{}}
+		for _, c := range w.Containers {
+			all[i].acc[c.Name] = map[int]*dayAcc{}
+		}
+	}
+	tl := &Timeline{Workload: w.Name, Containers: w.Containers}
+	for _, c := range w.Containers {
+		tl.CPURequest = append(tl.CPURequest, make([]float64, 0, len(c.Samples)))
+		tl.MemoryRequest = append(tl.MemoryRequest, make([]float64, 0, len(c.Samples)))
+	}
+	cursor := make([]int, len(w.Containers))
+
+	for tick := t0.Add(RecommendationInterval); ; tick = tick.Add(RecommendationInterval) {
+		// Score, then feed, the samples of the hour before tick.
+		for ci, c := range w.Containers {
+			for ; cursor[ci] < len(c.Samples) && c.Samples[cursor[ci]].Time.Before(tick); cursor[ci]++ {
+				s := c.Samples[cursor[ci]]
+				day := int(s.Time.Sub(t0) / Day)
+				for si, sr := range all {
+					req := sr.inForce(c.Name, s, provisioned)
+					a := sr.acc[c.Name][day]
+					if a == nil {
+						a = &dayAcc{}
+						sr.acc[c.Name][day] = a
+					}
+					a.cpuReqSum += req.cpu
+					a.memReqSum += req.memory
+					if s.Memory > req.memory {
+						a.ooms++
+					}
+					if s.CPU > req.cpu {
+						a.cpuOver++
+					}
+					if si == 0 {
+						tl.CPURequest[ci] = append(tl.CPURequest[ci], req.cpu)
+						tl.MemoryRequest[ci] = append(tl.MemoryRequest[ci], req.memory)
+					}
+				}
+				states[ci].AddCPUSample(s.Time, model.CPUAmountFromCores(s.CPU))
+				states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
+			}
+		}
+		if tick.After(end) {
+			break
+		}
+		live := make(map[string]*model.AggregateState, len(aggs))
+		for name, a := range aggs {
+			if !a.IsEmpty() {
+				live[name] = a
+			}
+		}
+		if len(live) == 0 {
+			continue
+		}
+		warm := tick.Sub(t0) >= Warmup
+		for _, sr := range all {
+			recs := sr.est.Recommend(live, nil, nil)
+			if !warm {
+				if !provisioned {
+					// Without provisioned requests the pod starts with the first
+					// recommendation.
+					for _, r := range recs.Containers {
+						if cur := sr.current[r.ContainerName]; !cur.set {
+							sr.current[r.ContainerName] = fromList(r.Target)
+						}
+					}
+				}
+				continue
+			}
+			pod := PodState{Age: tick.Sub(sr.lastChange)}
+			for ci, c := range w.Containers {
+				var req requests
+				if sr.changed || !provisioned {
+					req = sr.current[c.Name]
+				} else if cursor[ci] > 0 {
+					last := c.Samples[cursor[ci]-1]
+					req = requests{cpu: last.CPURequest, memory: last.MemoryRequest, set: true}
+				}
+				pc := PodContainer{Name: c.Name}
+				if req.set {
+					pc.Requests = toList(req)
+				}
+				for _, r := range recs.Containers {
+					if r.ContainerName == c.Name {
+						pc.HasRecommendation = true
+						pc.Target, pc.LowerBound, pc.UpperBound = r.Target, r.LowerBound, r.UpperBound
+					}
+				}
+				pod.Containers = append(pod.Containers, pc)
+			}
+			if !rule.ShouldUpdate(pod) || !changes(pod) {
+				continue
+			}
+			for _, pc := range pod.Containers {
+				if pc.HasRecommendation {
+					sr.current[pc.Name] = fromList(pc.Target)
+				} else if !sr.current[pc.Name].set {
+					sr.current[pc.Name] = fromList(pc.Requests)
+				}
+			}
+			sr.changed = true
+			sr.lastChange = tick
+			sr.changes[int(tick.Sub(t0)/Day)]++
+			sr.changeAt = append(sr.changeAt, tick)
+		}
+	}
+	tl.Changes = all[0].changeAt
+	return scoreWorkload(w, t0, provisioned, all), tl
+}
+
+// inForce returns the request in force for sample s of container name.
+func (sr *series) inForce(name string, s Sample, provisioned bool) requests {
+	if !sr.changed && provisioned {
+		return requests{cpu: s.CPURequest, memory: s.MemoryRequest, set: true}
+	}
+	return sr.current[name]
+}
+
+// changes reports whether applying the targets would change any request.
+func changes(pod PodState) bool {
+	for _, c := range pod.Containers {
+		if !c.HasRecommendation {
+			continue
+		}
+		for name, t := range c.Target {
+			r, ok := c.Requests[name]
+			if !ok || r.Cmp(t) != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func fromList(l corev1.ResourceList) requests {
+	r := requests{set: true}
+	if q, ok := l[corev1.ResourceCPU]; ok {
+		r.cpu = float64(q.MilliValue()) / 1000
+	}
+	if q, ok := l[corev1.ResourceMemory]; ok {
+		r.memory = float64(q.Value())
+	}
+	return r
+}
+
+func toList(r requests) corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(math.Round(r.cpu*1000)), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(int64(math.Round(r.memory)), resource.BinarySI),
+	}
+}
+
+// scoreWorkload turns the accumulators into workload-day scores. Day 0 and
+// days with fewer than half the expected samples are left out; the expected
+// count is one day over the container's median sampling interval.
+func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) []DayScore {
+	var out []DayScore
+	for _, c := range w.Containers {
+		interval := medianInterval(c.Samples, 5*time.Minute)
+		if interval <= 0 {
+			interval = time.Second
+		}
+		minSamples := float64(Day/interval) / 2
+		for lo := 0; lo < len(c.Samples); {
+			day := int(c.Samples[lo].Time.Sub(t0) / Day)
+			hi := lo
+			for hi < len(c.Samples) && int(c.Samples[hi].Time.Sub(t0)/Day) == day {
+				hi++
+			}
+			samples := c.Samples[lo:hi]
+			lo = hi
+			if day == 0 || float64(len(samples)) < minSamples {
+				continue
+			}
+			ds := DayScore{Workload: w.Name, Container: c.Name, Day: day, Start: t0.Add(time.Duration(day) * Day), Samples: len(samples)}
+			cpu := make([]float64, len(samples))
+			mem := make([]float64, len(samples))
+			for i, s := range samples {
+				cpu[i], mem[i] = s.CPU, s.Memory
+			}
+			ds.CPUUsageP95, ds.CPUUsageMax = quantileMax(cpu, 0.95)
+			ds.MemoryUsageP95, ds.MemoryUsageMax = quantileMax(mem, 0.95)
+			n := float64(len(samples))
+			for _, sr := range all {
+				a := sr.acc[c.Name][day]
+				sc := Score{
+					CPURequestMean:    a.cpuReqSum / n,
+					MemoryRequestMean: a.memReqSum / n,
+					OOMSamples:        a.ooms,
+					CPUShortfall:      float64(a.cpuOver) / n,
+					Changes:           sr.changes[day],
+				}
+				sc.CPUSlack = slack(sc.CPURequestMean, ds.CPUUsageP95)
+				sc.MemorySlack = slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
+				ds.Scores = append(ds.Scores, sc)
+			}
+			if provisioned {
+				sc := &Score{}
+				over, cpuOver := 0, 0
+				for _, s := range samples {
+					sc.CPURequestMean += s.CPURequest / n
+					sc.MemoryRequestMean += s.MemoryRequest / n
+					if s.Memory > s.MemoryRequest {
+						over++
+					}
+					if s.CPU > s.CPURequest {
+						cpuOver++
+					}
+				}
+				sc.OOMSamples, sc.CPUShortfall = over, float64(cpuOver)/n
+				sc.CPUSlack = slack(sc.CPURequestMean, ds.CPUUsageP95)
+				sc.MemorySlack = slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
+				ds.Provisioned = sc
+			}
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
+// slack returns (request − usage) / request, or 0 for a zero request.
+func slack(request, usage float64) float64 {
+	if request <= 0 {
+		return 0
+	}
+	return (request - usage) / request
+}
