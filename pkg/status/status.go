@@ -1,0 +1,179 @@
+// Package status publishes and reads the admission controller's health as a
+// coordination.k8s.io Lease, as upstream VPA does: the admission controller
+// renews the Lease (default kube-system/vpa-admission-controller) every
+// --status-lease-update-interval, and the updater evicts pods only while the
+// Lease is fresh, because evicted pods would otherwise come back without
+// their recommendation.
+//
+// A Lease is fresh while renewTime (or, when never renewed, its
+// creationTimestamp) plus the timeout is later than now; DefaultTimeout is
+// upstream's one minute.
+//
+// Writer side:
+//
+//	w := status.NewWriter(client, status.WriterConfig{Namespace: ns, Name: status.DefaultLeaseName,
+//		Holder: hostname, Interval: 10 * time.Second}, clock.RealClock{})
+//	go w.Run(ctx)
+//
+// Reader side:
+//
+//	r := status.NewReader(client, ns, status.DefaultLeaseName, status.DefaultTimeout, clock.RealClock{})
+//	fresh, err := r.IsFresh(ctx) // false with a nil error when the Lease is missing or stale
+package status
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+const (
+	// DefaultLeaseName is the name of the admission controller's Lease.
+	DefaultLeaseName = "vpa-admission-controller"
+	// DefaultNamespace is used when neither a flag nor $NAMESPACE names one.
+	DefaultNamespace = "kube-system"
+	// DefaultTimeout is how long after its last renewal a Lease counts as fresh.
+	DefaultTimeout = time.Minute
+	// DefaultInterval is upstream's renewal interval.
+	DefaultInterval = 10 * time.Second
+	// fieldManager is the field manager of the writer's updates.
+	fieldManager = "vpa-admission-controller"
+)
+
+// IsFresh reports whether the lease was renewed (or, if never renewed,
+// created) less than timeout before now. A nil lease is not fresh.
+func IsFresh(lease *coordinationv1.Lease, timeout time.Duration, now time.Time) bool {
+	if lease == nil {
+		return false
+	}
+	last := lease.CreationTimestamp.Time
+	if lease.Spec.RenewTime != nil && lease.Spec.RenewTime.After(last) {
+		last = lease.Spec.RenewTime.Time
+	}
+	if last.IsZero() {
+		return false
+	}
+	return last.Add(timeout).After(now)
+}
+
+// Reader checks the admission controller's Lease.
+type Reader struct {
+	client    kubernetes.Interface
+	namespace string
+	name      string
+	timeout   time.Duration
+	clock     clock.PassiveClock
+}
+
+// NewReader returns a Reader of the Lease namespace/name.
+func NewReader(client kubernetes.Interface, namespace, name string, timeout time.Duration, clk clock.PassiveClock) *Reader {
+	return &Reader{client: client, namespace: namespace, name: name, timeout: timeout, clock: clk}
+}
+
+// IsFresh reads the Lease and reports whether it is fresh. A missing Lease is
+// not fresh and not an error; other API errors are returned.
+func (r *Reader) IsFresh(ctx context.Context) (bool, error) {
+	lease, err := r.client.CoordinationV1().Leases(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reading the admission controller status Lease %s/%s: %w", r.namespace, r.name, err)
+	}
+	return IsFresh(lease, r.timeout, r.clock.Now()), nil
+}
+
+// WriterConfig configures a Writer.
+type WriterConfig struct {
+	Namespace string
+	Name      string
+	// Holder is written to spec.holderIdentity, usually the host name.
+	Holder string
+	// Interval is the renewal period; also written as leaseDurationSeconds.
+	Interval time.Duration
+}
+
+// Writer keeps the Lease renewed.
+type Writer struct {
+	client kubernetes.Interface
+	cfg    WriterConfig
+	clock  clock.WithTicker
+}
+
+// NewWriter returns a Writer.
+func NewWriter(client kubernetes.Interface, cfg WriterConfig, clk clock.WithTicker) *Writer {
+	return &Writer{client: client, cfg: cfg, clock: clk}
+}
+
+// Run renews the Lease now and then every interval until ctx is done.
+// Failures are logged and retried at the next tick; Run returns nil when ctx
+// ends.
+func (w *Writer) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("lease", klog.KRef(w.cfg.Namespace, w.cfg.Name))
+	t := w.clock.NewTicker(w.cfg.Interval)
+	defer t.Stop()
+	for {
+		if err := w.renewWithRetries(ctx); err != nil && ctx.Err() == nil {
+			logger.Error(err, "Renewing the status Lease failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+func (w *Writer) renewWithRetries(ctx context.Context) error {
+	backoff := wait.Backoff{Steps: 3, Duration: 100 * time.Millisecond, Factor: 3}
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
+		last = w.Renew(ctx)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return last
+	}
+	return err
+}
+
+// Renew creates the Lease or sets its renewTime to now. A conflict (another
+// replica renewed it at the same time) counts as success.
+func (w *Writer) Renew(ctx context.Context) error {
+	leases := w.client.CoordinationV1().Leases(w.cfg.Namespace)
+	now := metav1.NewMicroTime(w.clock.Now())
+	lease, err := leases.Get(ctx, w.cfg.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.cfg.Namespace, Name: w.cfg.Name},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptr.To(w.cfg.Holder),
+				LeaseDurationSeconds: ptr.To(int32(w.cfg.Interval / time.Second)),
+				RenewTime:            &now,
+			},
+		}, metav1.CreateOptions{FieldManager: fieldManager})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	lease.Spec.RenewTime = &now
+	lease.Spec.HolderIdentity = ptr.To(w.cfg.Holder)
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
