@@ -1,0 +1,330 @@
+package target
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	fakescale "k8s.io/client-go/scale/fake"
+	core "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+const ns = "ns"
+
+var fooGVK = schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Foo"}
+
+func owner(apiVersion, kind, name string) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, Controller: ptr.To(true)}}
+}
+
+func selector(app string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+}
+
+func objects() []runtime.Object {
+	return []runtime.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{Selector: selector("web")}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-1", OwnerReferences: owner("apps/v1", "Deployment", "web")}, Spec: appsv1.ReplicaSetSpec{Selector: selector("web")}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "roll-1", OwnerReferences: owner("example.com/v1", "Foo", "roll")}, Spec: appsv1.ReplicaSetSpec{Selector: selector("roll")}},
+		&appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orphan"}, Spec: appsv1.ReplicaSetSpec{Selector: selector("orphan")}},
+		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{Selector: selector("db")}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{Selector: selector("agent")}},
+		&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "job"}, Spec: batchv1.JobSpec{Selector: selector("job")}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cron"}, Spec: batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "cron"}}}}}}},
+		&corev1.ReplicationController{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rc"}, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "rc"}}},
+	}
+}
+
+type env struct {
+	r          *Resolver
+	scaleCalls *atomic.Int32
+	clock      *clocktesting.FakeClock
+}
+
+// newEnv builds a Resolver over fake clients. Foo objects "roll" and "solo"
+// have a scale subresource; "empty" has one with no selector; "owned" is a
+// Foo owned by the Foo "roll".
+func newEnv(t *testing.T) env {
+	t.Helper()
+	client := fake.NewClientset(objects()...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{fooGVK.GroupVersion()})
+	mapper.Add(fooGVK, meta.RESTScopeNamespace)
+	calls := &atomic.Int32{}
+	scales := &fakescale.FakeScaleClient{}
+	scales.AddReactor("get", "foos", func(a core.Action) (bool, runtime.Object, error) {
+		calls.Add(1)
+		name := a.(core.GetAction).GetName()
+		s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		switch name {
+		case "roll", "solo":
+			s.Status.Selector = "app=" + name
+		case "owned":
+			s.Status.Selector = "app=owned"
+			s.OwnerReferences = owner("example.com/v1", "Foo", "roll")
+		case "empty":
+		default:
+			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "foos"}, name)
+		}
+		return true, s, nil
+	})
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	r := NewResolver(factory, scales, mapper, Options{Clock: clk})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return env{r: r, scaleCalls: calls, clock: clk}
+}
+
+func vpa(name, apiVersion, kind, target string) *vpav1.VerticalPodAutoscaler {
+	return &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Unix(100, 0)},
+		Spec: vpav1.VerticalPodAutoscalerSpec{TargetRef: &autoscalingv1.CrossVersionObjectReference{
+			APIVersion: apiVersion, Kind: kind, Name: target}},
+	}
+}
+
+func TestSelector(t *testing.T) {
+	e := newEnv(t)
+	tests := map[string]struct {
+		vpa     *vpav1.VerticalPodAutoscaler
+		want    string
+		wantErr string
+	}{
+		"deployment":            {vpa: vpa("v", "apps/v1", "Deployment", "web"), want: "app=web"},
+		"replicaset":            {vpa: vpa("v", "apps/v1", "ReplicaSet", "web-1"), want: "app=web"},
+		"statefulset":           {vpa: vpa("v", "apps/v1", "StatefulSet", "db"), want: "app=db"},
+		"daemonset":             {vpa: vpa("v", "apps/v1", "DaemonSet", "agent"), want: "app=agent"},
+		"job":                   {vpa: vpa("v", "batch/v1", "Job", "job"), want: "app=job"},
+		"cronjob uses template": {vpa: vpa("v", "batch/v1", "CronJob", "cron"), want: "app=cron"},
+		"replicationcontroller": {vpa: vpa("v", "v1", "ReplicationController", "rc"), want: "app=rc"},
+		"custom resource scale": {vpa: vpa("v", "example.com/v1", "Foo", "roll"), want: "app=roll"},
+		"missing deployment":    {vpa: vpa("v", "apps/v1", "Deployment", "nope"), wantErr: "Deployment ns/nope does not exist"},
+		"empty scale selector":  {vpa: vpa("v", "example.com/v1", "Foo", "empty"), wantErr: "Resource ns/empty has an empty selector for scale sub-resource"},
+		"missing custom":        {vpa: vpa("v", "example.com/v1", "Foo", "nope"), wantErr: "not found"},
+		"unknown kind":          {vpa: vpa("v", "other.io/v1", "Bar", "x"), wantErr: "no matches for kind"},
+		"nil targetRef":         {vpa: &vpav1.VerticalPodAutoscaler{}, wantErr: "targetRef not defined"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sel, err := e.r.Selector(context.Background(), tc.vpa)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sel.String() != tc.want {
+				t.Errorf("selector = %q, want %q", sel, tc.want)
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	e := newEnv(t)
+	tests := map[string]struct {
+		vpa     *vpav1.VerticalPodAutoscaler
+		wantErr string
+	}{
+		"topmost deployment":    {vpa: vpa("v", "apps/v1", "Deployment", "web")},
+		"standalone replicaset": {vpa: vpa("v", "apps/v1", "ReplicaSet", "orphan")},
+		"topmost custom":        {vpa: vpa("v", "example.com/v1", "Foo", "roll")},
+		"replicaset of a deployment": {
+			vpa:     vpa("v", "apps/v1", "ReplicaSet", "web-1"),
+			wantErr: "The target apps/v1.ReplicaSet/web-1 has a parent controller but it should point to a topmost well-known or scalable controller",
+		},
+		"custom owned by custom": {
+			vpa:     vpa("v", "example.com/v1", "Foo", "owned"),
+			wantErr: "The target example.com/v1.Foo/owned has a parent controller but it should point to a topmost well-known or scalable controller",
+		},
+		"missing target": {
+			vpa:     vpa("v", "apps/v1", "Deployment", "nope"),
+			wantErr: "Cannot read targetRef. Reason: Deployment ns/nope does not exist",
+		},
+		"nil targetRef": {vpa: &vpav1.VerticalPodAutoscaler{}, wantErr: "Cannot read targetRef"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := e.r.Resolve(context.Background(), tc.vpa)
+			if tc.wantErr != "" {
+				var ce *ConfigError
+				if err == nil || !asConfigError(err, &ce) || ce.Message != tc.wantErr {
+					t.Fatalf("error = %v, want ConfigError %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.VPA != tc.vpa || got.Selector == nil || got.Ref.Name != tc.vpa.Spec.TargetRef.Name {
+				t.Errorf("unexpected target %+v", got)
+			}
+		})
+	}
+}
+
+func asConfigError(err error, target **ConfigError) bool {
+	ce, ok := err.(*ConfigError)
+	*target = ce
+	return ok
+}
+
+func TestPodController(t *testing.T) {
+	e := newEnv(t)
+	tests := map[string]struct {
+		owners  []metav1.OwnerReference
+		want    *Ref
+		wantErr string
+	}{
+		"no owner":                 {},
+		"non-controller owner":     {owners: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1"}}},
+		"replicaset of deployment": {owners: owner("apps/v1", "ReplicaSet", "web-1"), want: &Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}},
+		"replicaset of custom":     {owners: owner("apps/v1", "ReplicaSet", "roll-1"), want: &Ref{APIVersion: "example.com/v1", Kind: "Foo", Namespace: ns, Name: "roll"}},
+		"custom directly":          {owners: owner("example.com/v1", "Foo", "solo"), want: &Ref{APIVersion: "example.com/v1", Kind: "Foo", Namespace: ns, Name: "solo"}},
+		"custom chain":             {owners: owner("example.com/v1", "Foo", "owned"), want: &Ref{APIVersion: "example.com/v1", Kind: "Foo", Namespace: ns, Name: "roll"}},
+		"node (mirror pod)":        {owners: owner("v1", "Node", "n1"), want: &Ref{APIVersion: "v1", Kind: "Node", Namespace: ns, Name: "n1"}},
+		"unscalable owner":         {owners: owner("example.com/v1", "Foo", "gone")},
+		"missing replicaset":       {owners: owner("apps/v1", "ReplicaSet", "gone"), wantErr: "ReplicaSet ns/gone does not exist"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", OwnerReferences: tc.owners}}
+			got, err := e.r.PodController(context.Background(), pod)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestScaleCache(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	v := vpa("v", "example.com/v1", "Foo", "solo")
+	for range 3 {
+		if _, err := e.r.Selector(ctx, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.scaleCalls.Load(); n != 1 {
+		t.Fatalf("scale reads within TTL = %d, want 1", n)
+	}
+	e.clock.Step(61 * time.Second)
+	if _, err := e.r.Selector(ctx, v); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.scaleCalls.Load(); n != 2 {
+		t.Fatalf("scale reads after TTL = %d, want 2", n)
+	}
+	missing := vpa("v", "example.com/v1", "Foo", "nope")
+	_, _ = e.r.Selector(ctx, missing)
+	_, _ = e.r.Selector(ctx, missing)
+	if n := e.scaleCalls.Load(); n != 3 {
+		t.Fatalf("failed reads within error TTL = %d, want 3", n)
+	}
+	e.clock.Step(11 * time.Second)
+	_, _ = e.r.Selector(ctx, missing)
+	if n := e.scaleCalls.Load(); n != 4 {
+		t.Fatalf("failed reads after error TTL = %d, want 4", n)
+	}
+}
+
+func TestMatcher(t *testing.T) {
+	web := &Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ns, Name: "web"}
+	mk := func(name string, created int64, kind, target, app string) *Target {
+		v := vpa(name, "apps/v1", kind, target)
+		v.CreationTimestamp = metav1.Unix(created, 0)
+		sel, _ := metav1.LabelSelectorAsSelector(selector(app))
+		return &Target{VPA: v, Ref: RefFromTargetRef(ns, v.Spec.TargetRef), Selector: sel}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p", Labels: map[string]string{"app": "web"}}}
+	tests := map[string]struct {
+		targets    []*Target
+		controller *Ref
+		want       string
+		selecting  []string
+	}{
+		"single match": {
+			targets: []*Target{mk("a", 10, "Deployment", "web", "web")}, controller: web, want: "a", selecting: []string{"a"},
+		},
+		"older wins": {
+			targets:    []*Target{mk("a", 20, "Deployment", "web", "web"), mk("b", 10, "Deployment", "web", "web")},
+			controller: web, want: "b", selecting: []string{"b", "a"},
+		},
+		"same age, smaller name wins": {
+			targets:    []*Target{mk("z", 10, "Deployment", "web", "web"), mk("m", 10, "Deployment", "web", "web")},
+			controller: web, want: "m", selecting: []string{"m", "z"},
+		},
+		"targetRef is not the pod's controller": {
+			targets:    []*Target{mk("a", 10, "StatefulSet", "web", "web")},
+			controller: web, selecting: []string{"a"},
+		},
+		"selector does not match": {
+			targets:    []*Target{mk("a", 10, "Deployment", "web", "other")},
+			controller: web,
+		},
+		"pod without controller": {
+			targets:   []*Target{mk("a", 10, "Deployment", "web", "web")},
+			selecting: []string{"a"},
+		},
+		"nil entries ignored": {
+			targets: []*Target{nil, {VPA: nil}}, controller: web,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m := NewMatcher(tc.targets)
+			got := m.ControllingVPA(pod, tc.controller)
+			gotName := ""
+			if got != nil {
+				gotName = got.VPA.Name
+			}
+			if gotName != tc.want {
+				t.Errorf("ControllingVPA = %q, want %q", gotName, tc.want)
+			}
+			var sel []string
+			for _, s := range m.Selecting(pod) {
+				sel = append(sel, s.VPA.Name)
+			}
+			if strings.Join(sel, ",") != strings.Join(tc.selecting, ",") {
+				t.Errorf("Selecting = %v, want %v", sel, tc.selecting)
+			}
+		})
+	}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Labels: map[string]string{"app": "web"}}}
+	if got := NewMatcher([]*Target{mk("a", 1, "Deployment", "web", "web")}).ControllingVPA(other, &Ref{Kind: "Deployment", Name: "web", Namespace: "elsewhere"}); got != nil {
+		t.Errorf("matched a VPA of another namespace: %v", got.VPA.Name)
+	}
+}
