@@ -1,0 +1,327 @@
+package pod
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+func rl(cpu, mem string) corev1.ResourceList {
+	l := corev1.ResourceList{}
+	if cpu != "" {
+		l[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		l[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	return l
+}
+
+func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
+	return corev1.Container{Name: name, Image: "busybox", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
+}
+
+func testPod(annotations map[string]string, cs ...corev1.Container) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "ns", Labels: map[string]string{"app": "web"}, Annotations: annotations},
+		Spec:       corev1.PodSpec{Containers: cs},
+	}
+}
+
+type vpaOpt func(*vpav1.VerticalPodAutoscaler)
+
+func testVPA(opts ...vpaOpt) *vpav1.VerticalPodAutoscaler {
+	v := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web-vpa", Namespace: "ns"}}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+func rec(name string, target corev1.ResourceList) vpaOpt {
+	return func(v *vpav1.VerticalPodAutoscaler) {
+		if v.Status.Recommendation == nil {
+			v.Status.Recommendation = &vpav1.RecommendedPodResources{}
+		}
+		v.Status.Recommendation.ContainerRecommendations = append(v.Status.Recommendation.ContainerRecommendations,
+			vpav1.RecommendedContainerResources{ContainerName: name, Target: target})
+	}
+}
+
+func containerPolicy(p vpav1.ContainerResourcePolicy) vpaOpt {
+	return func(v *vpav1.VerticalPodAutoscaler) {
+		if v.Spec.ResourcePolicy == nil {
+			v.Spec.ResourcePolicy = &vpav1.PodResourcePolicy{}
+		}
+		v.Spec.ResourcePolicy.ContainerPolicies = append(v.Spec.ResourcePolicy.ContainerPolicies, p)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type goldenCase struct {
+	pod *corev1.Pod
+	vpa *vpav1.VerticalPodAutoscaler
+	lr  recommendation.LimitRanges
+}
+
+func goldenCases() map[string]goldenCase {
+	requestsOnly := ptr(vpav1.ContainerControlledValuesRequestsOnly)
+	return map[string]goldenCase{
+		"no-resources": {
+			pod: testPod(nil, ctr("app", nil, nil)),
+			vpa: testVPA(rec("app", rl("250m", "200Mi"))),
+		},
+		"requests-without-limits": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), nil)),
+			vpa: testVPA(rec("app", rl("250m", "200Mi"))),
+		},
+		"requests-and-limits": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), rl("200m", "150Mi"))),
+			vpa: testVPA(rec("app", rl("250m", "200Mi"))),
+		},
+		"limits-only": {
+			pod: testPod(nil, ctr("app", nil, rl("1", "1Gi"))),
+			vpa: testVPA(rec("app", rl("250m", "200Mi"))),
+		},
+		"partial-maps": {
+			pod: testPod(nil, ctr("app", rl("100m", ""), rl("", "300Mi"))),
+			vpa: testVPA(rec("app", rl("250m", "200Mi"))),
+		},
+		"requests-only-keeps-limits": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), rl("500m", "1Gi"))),
+			vpa: testVPA(rec("app", rl("800m", "200Mi")), containerPolicy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly})),
+		},
+		"min-max-allowed": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), nil)),
+			vpa: testVPA(rec("app", rl("5m", "20Gi")), containerPolicy(vpav1.ContainerResourcePolicy{ContainerName: "app", MinAllowed: rl("50m", ""), MaxAllowed: rl("", "2Gi")})),
+		},
+		"container-limitrange-max-and-default": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), nil)),
+			vpa: testVPA(rec("app", rl("2", "200Mi"))),
+			lr: recommendation.LimitRanges{Container: &corev1.LimitRangeItem{
+				Type: corev1.LimitTypeContainer, Max: rl("1", ""), Default: rl("200m", "")}},
+		},
+		"container-limitrange-min": {
+			pod: testPod(nil, ctr("app", nil, nil)),
+			vpa: testVPA(rec("app", rl("10m", "10Mi"))),
+			lr: recommendation.LimitRanges{Container: &corev1.LimitRangeItem{
+				Type: corev1.LimitTypeContainer, Min: rl("50m", "64Mi")}},
+		},
+		"pod-limitrange-max": {
+			pod: testPod(nil, ctr("app", rl("1", ""), rl("2", "")), ctr("sidecar", rl("1", ""), rl("2", ""))),
+			vpa: testVPA(rec("app", rl("1", "")), rec("sidecar", rl("1", ""))),
+			lr:  recommendation.LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+		},
+		"pod-limitrange-min": {
+			pod: testPod(nil, ctr("app", rl("", "100Mi"), rl("", "100Mi")), ctr("sidecar", rl("", "100Mi"), rl("", "100Mi"))),
+			vpa: testVPA(rec("app", rl("", "10Mi")), rec("sidecar", rl("", "30Mi"))),
+			lr:  recommendation.LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
+		},
+		"extra-and-missing-containers": {
+			pod: func() *corev1.Pod {
+				p := testPod(nil, ctr("app", rl("100m", ""), nil), ctr("no-rec", rl("10m", ""), nil))
+				p.Spec.InitContainers = []corev1.Container{ctr("init", rl("1", ""), nil)}
+				return p
+			}(),
+			vpa: testVPA(rec("app", rl("300m", "")), rec("removed", rl("2", "2Gi")), rec("init", rl("5", ""))),
+		},
+		"no-recommendation": {
+			pod: testPod(map[string]string{"keep": "me"}, ctr("app", rl("100m", ""), nil)),
+			vpa: testVPA(),
+		},
+		"existing-annotations-kept": {
+			pod: testPod(map[string]string{"team": "a", annotations.ObservedContainers: "stale"}, ctr("app", nil, nil)),
+			vpa: testVPA(rec("app", rl("250m", ""))),
+		},
+		"empty-annotations-map": {
+			pod: testPod(map[string]string{}, ctr("app", nil, nil)),
+			vpa: testVPA(rec("app", rl("250m", ""))),
+		},
+		"controlled-resources-cpu-only": {
+			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), rl("200m", "200Mi"))),
+			vpa: testVPA(rec("app", rl("250m", "1Gi")), containerPolicy(vpav1.ContainerResourcePolicy{ContainerName: "app", ControlledResources: &[]corev1.ResourceName{corev1.ResourceCPU}})),
+		},
+		"container-mode-off": {
+			pod: testPod(nil, ctr("app", rl("100m", ""), nil), ctr("db", rl("100m", ""), nil)),
+			vpa: testVPA(rec("app", rl("250m", "")), rec("db", rl("1", "")), containerPolicy(vpav1.ContainerResourcePolicy{ContainerName: "db", Mode: ptr(vpav1.ContainerScalingModeOff)})),
+		},
+		"resource-names-need-escaping": {
+			pod: testPod(map[string]string{"example.com/owner~x": "y"}, ctr("app", corev1.ResourceList{"example.com/foo": resource.MustParse("1")}, nil)),
+			vpa: testVPA(rec("app", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), "example.com/a~b": resource.MustParse("2")}),
+				containerPolicy(vpav1.ContainerResourcePolicy{ContainerName: "app", ControlledResources: &[]corev1.ResourceName{corev1.ResourceCPU, "example.com/a~b"}})),
+		},
+	}
+}
+
+// golden is what a golden file holds: the patch and, for the reader, the
+// containers' resources and the annotations after applying it.
+type golden struct {
+	Patch       json.RawMessage               `json:"patch"`
+	Annotations map[string]string             `json:"annotations"`
+	Containers  []corev1.ResourceRequirements `json:"containers"`
+	Init        []corev1.ResourceRequirements `json:"initContainers,omitempty"`
+}
+
+func TestCalculateGolden(t *testing.T) {
+	for name, tc := range goldenCases() {
+		t.Run(name, func(t *testing.T) {
+			input, err := json.Marshal(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Decode as the webhook does, from JSON.
+			var pod corev1.Pod
+			if err := json.Unmarshal(input, &pod); err != nil {
+				t.Fatal(err)
+			}
+			patch, _, err := Calculate(&pod, tc.vpa, tc.lr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, err := patch.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded, err := jsonpatch.DecodePatch(raw)
+			if err != nil {
+				t.Fatalf("the patch is not RFC 6902: %v", err)
+			}
+			patched, err := decoded.Apply(input)
+			if err != nil {
+				t.Fatalf("the patch does not apply to its pod: %v\npatch: %s", err, raw)
+			}
+			var out corev1.Pod
+			if err := json.Unmarshal(patched, &out); err != nil {
+				t.Fatal(err)
+			}
+			g := golden{Patch: raw, Annotations: out.Annotations}
+			for _, c := range out.Spec.Containers {
+				g.Containers = append(g.Containers, c.Resources)
+			}
+			for i, c := range out.Spec.InitContainers {
+				if !equalRequirements(c.Resources, tc.pod.Spec.InitContainers[i].Resources) {
+					t.Errorf("init container %s changed", c.Name)
+				}
+				g.Init = append(g.Init, c.Resources)
+			}
+			for k, v := range tc.pod.Annotations {
+				if k != annotations.ObservedContainers && out.Annotations[k] != v {
+					t.Errorf("annotation %q = %q after patching, want it kept as %q", k, out.Annotations[k], v)
+				}
+			}
+			got, err := json.MarshalIndent(g, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			path := filepath.Join("testdata", name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the computed result (go test -update rewrites it):\ngot:\n%s", path, got)
+			}
+		})
+	}
+}
+
+func equalRequirements(a, b corev1.ResourceRequirements) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}
+
+func TestEscape(t *testing.T) {
+	tests := map[string]string{
+		"plain":         "plain",
+		"a/b":           "a~1b",
+		"a~b":           "a~0b",
+		"~/":            "~0~1",
+		"example.com/x": "example.com~1x",
+	}
+	for in, want := range tests {
+		if got := escape(in); got != want {
+			t.Errorf("escape(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+type fakeFinder struct {
+	vpa *vpav1.VerticalPodAutoscaler
+	err error
+}
+
+func (f fakeFinder) ControllingVPA(context.Context, *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+	return f.vpa, f.err
+}
+
+type fakeLimits struct{}
+
+func (fakeLimits) LimitRanges(string) (recommendation.LimitRanges, error) {
+	return recommendation.LimitRanges{}, nil
+}
+
+func TestAdmit(t *testing.T) {
+	withRec := testVPA(rec("app", rl("1", "")))
+	initial := testVPA(rec("app", rl("1", "")), func(v *vpav1.VerticalPodAutoscaler) {
+		v.Spec.UpdatePolicy = &vpav1.PodUpdatePolicy{UpdateMode: ptr(vpav1.UpdateModeInitial)}
+	})
+	off := testVPA(rec("app", rl("1", "")), func(v *vpav1.VerticalPodAutoscaler) {
+		v.Spec.UpdatePolicy = &vpav1.PodUpdatePolicy{UpdateMode: ptr(vpav1.UpdateModeOff)}
+	})
+	tests := map[string]struct {
+		finder      fakeFinder
+		wantOps     bool
+		wantApplied bool
+		wantErr     bool
+	}{
+		"no VPA":            {},
+		"VPA in Recreate":   {finder: fakeFinder{vpa: withRec}, wantOps: true, wantApplied: true},
+		"VPA in Initial":    {finder: fakeFinder{vpa: initial}, wantOps: true, wantApplied: true},
+		"VPA in Off":        {finder: fakeFinder{vpa: off}},
+		"VPA without a rec": {finder: fakeFinder{vpa: testVPA()}, wantOps: true},
+		"finder error":      {finder: fakeFinder{err: errors.New("boom")}, wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := NewHandler(tc.finder, fakeLimits{})
+			pod := testPod(nil, ctr("app", nil, nil))
+			pod.Namespace = ""
+			res, err := h.Admit(context.Background(), pod, "ns")
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v", err)
+			}
+			if (len(res.Patch) > 0) != tc.wantOps || res.Applied != tc.wantApplied {
+				t.Errorf("patch %v applied %v, want ops %v applied %v", res.Patch, res.Applied, tc.wantOps, tc.wantApplied)
+			}
+			if err != nil && !strings.Contains(err.Error(), "web-%") {
+				t.Errorf("error %q does not name the pod by generateName", err)
+			}
+		})
+	}
+}
