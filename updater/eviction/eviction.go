@@ -1,0 +1,51 @@
+// Package eviction evicts pods through the policy/v1 Eviction subresource,
+// so the API server enforces PodDisruptionBudgets; a refused eviction (429)
+// is returned as ErrRefused for the caller to retry in a later loop.
+package eviction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+// Event reasons, as upstream.
+const (
+	ReasonEvictedByVPA = "EvictedByVPA"
+	ReasonEvictedPod   = "EvictedPod"
+)
+
+// ErrRefused wraps an eviction the API server refused with 429, usually
+// because a PodDisruptionBudget does not allow it now.
+var ErrRefused = errors.New("eviction refused")
+
+// Evicter evicts pods and records events.
+type Evicter struct {
+	Kube     kubernetes.Interface
+	Recorder record.EventRecorder
+}
+
+// Evict evicts the pod to apply vpa's recommendation.
+func (e Evicter) Evict(ctx context.Context, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) error {
+	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
+	if err := e.Kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev); err != nil {
+		if apierrors.IsTooManyRequests(err) {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+		return err
+	}
+	e.Recorder.Event(pod, corev1.EventTypeNormal, ReasonEvictedByVPA, "Pod was evicted by VPA Updater to apply resource recommendation.")
+	if vpa != nil {
+		e.Recorder.Eventf(vpa, corev1.EventTypeNormal, ReasonEvictedPod, "VPA Updater evicted Pod %s to apply resource recommendation.", pod.Name)
+	}
+	return nil
+}

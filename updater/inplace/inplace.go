@@ -1,0 +1,209 @@
+// Package inplace resizes running pods through the pods/resize subresource
+// and keeps the updater's bookkeeping of each resize on the pod itself, in
+// the openvpa.io/in-place-resize annotation, so that a restarted updater
+// neither repeats an infeasible resize nor restarts the fallback timers.
+package inplace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+)
+
+// Annotation holds a Record as JSON.
+const Annotation = "openvpa.io/in-place-resize"
+
+// FieldManager names the updater's writes.
+const FieldManager = "vpa-updater"
+
+// Record is the updater's bookkeeping of the latest resize of a pod.
+type Record struct {
+	// Started is when the updater requested the resize, or first saw a resize
+	// it had not requested.
+	Started metav1.Time `json:"started"`
+	// Generation is the pod's metadata.generation after that resize; a
+	// different generation means the record is about an older resize.
+	Generation int64 `json:"generation,omitempty"`
+	// Requests are the requested container requests, by container name.
+	Requests map[string]corev1.ResourceList `json:"requests,omitempty"`
+	// Infeasible is set once the resize was reported Infeasible.
+	Infeasible bool `json:"infeasible,omitempty"`
+}
+
+// Read returns the pod's record. ok is false when there is none or it does
+// not parse.
+func Read(pod *corev1.Pod) (rec Record, ok bool) {
+	v, found := pod.Annotations[Annotation]
+	if !found {
+		return Record{}, false
+	}
+	if err := json.Unmarshal([]byte(v), &rec); err != nil {
+		return Record{}, false
+	}
+	return rec, true
+}
+
+// Current reports whether the record describes the pod's current resize.
+func (r Record) Current(pod *corev1.Pod) bool {
+	return r.Generation == 0 || pod.Generation == 0 || r.Generation == pod.Generation
+}
+
+// ResizeStarted returns when the pod's current resize started, if recorded.
+func ResizeStarted(pod *corev1.Pod) (time.Time, bool) {
+	rec, ok := Read(pod)
+	if !ok || !rec.Current(pod) {
+		return time.Time{}, false
+	}
+	return rec.Started.Time, true
+}
+
+// InfeasibleRulesOut reports whether an infeasible attempt in rec rules out
+// the new requests: it does unless some new request is lower than the
+// attempted one.
+func InfeasibleRulesOut(rec Record, newRequests map[string]corev1.ResourceList) bool {
+	if !rec.Infeasible {
+		return false
+	}
+	for container, attempted := range rec.Requests {
+		for name, q := range attempted {
+			if n, ok := newRequests[container][name]; ok && n.Cmp(q) < 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Client writes resizes and records.
+type Client struct {
+	Kube kubernetes.Interface
+}
+
+// Resize patches pods/resize with the given per-container resources (same
+// index as pod.Spec.Containers; only containers in observed, when observed is
+// non-nil) and then records the attempt on the pod. It returns the requests
+// it asked for. With nothing to change it returns an error.
+func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, observed map[string]bool, now time.Time) (map[string]corev1.ResourceList, error) {
+	type res struct {
+		Requests corev1.ResourceList `json:"requests,omitempty"`
+		Limits   corev1.ResourceList `json:"limits,omitempty"`
+	}
+	type ctr struct {
+		Name      string `json:"name"`
+		Resources res    `json:"resources"`
+	}
+	var containers []ctr
+	requested := map[string]corev1.ResourceList{}
+	for i, r := range resources {
+		if i >= len(pod.Spec.Containers) || len(r.Requests) == 0 {
+			continue
+		}
+		name := pod.Spec.Containers[i].Name
+		if observed != nil && !observed[name] {
+			continue
+		}
+		containers = append(containers, ctr{Name: name, Resources: res{Requests: r.Requests, Limits: r.Limits}})
+		requested[name] = r.Requests
+	}
+	if len(containers) == 0 {
+		return nil, fmt.Errorf("no resource patches were calculated to apply")
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
+	if err != nil {
+		return nil, err
+	}
+	resized, err := c.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}, "resize")
+	if err != nil {
+		return nil, err
+	}
+	rec := Record{Started: metav1.NewTime(now), Generation: resized.Generation, Requests: requested}
+	if err := c.writeRecord(ctx, pod, rec, true); err != nil {
+		return requested, fmt.Errorf("resized, but recording the resize: %w", err)
+	}
+	return requested, nil
+}
+
+// RecordSeen records that the updater first saw the pod's current resize
+// now, unless that is already recorded.
+func (c Client) RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) error {
+	if rec, ok := Read(pod); ok && rec.Current(pod) {
+		return nil
+	}
+	return c.writeRecord(ctx, pod, Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: specRequests(pod)}, false)
+}
+
+// MarkInfeasible records that the pod's current resize was reported
+// infeasible, with the requests it asked for.
+// It returns the record now on the pod.
+func (c Client) MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Time) (Record, error) {
+	rec, ok := Read(pod)
+	if ok && rec.Current(pod) && rec.Infeasible {
+		return rec, nil
+	}
+	if !ok || !rec.Current(pod) {
+		rec = Record{Started: metav1.NewTime(now), Generation: pod.Generation}
+	}
+	rec.Infeasible = true
+	rec.Requests = specRequests(pod)
+	return rec, c.writeRecord(ctx, pod, rec, false)
+}
+
+func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, updated bool) error {
+	value, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ann := map[string]string{Annotation: string(value)}
+	if updated {
+		ann[annotations.InPlaceUpdated] = "true"
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	_, err = c.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
+}
+
+// specRequests returns the requests in the pod spec, which a resize sets.
+func specRequests(pod *corev1.Pod) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for _, c := range pod.Spec.Containers {
+		if len(c.Resources.Requests) > 0 {
+			out[c.Name] = c.Resources.Requests.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Describe renders requests as "app: cpu 200m, memory 100Mi; side: ...".
+func Describe(requests map[string]corev1.ResourceList) string {
+	names := make([]string, 0, len(requests))
+	for n := range requests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		var rs []string
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := requests[n][r]; ok {
+				rs = append(rs, fmt.Sprintf("%s %s", r, q.String()))
+			}
+		}
+		parts = append(parts, n+": "+strings.Join(rs, ", "))
+	}
+	return strings.Join(parts, "; ")
+}

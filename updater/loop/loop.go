@@ -1,0 +1,479 @@
+// Package loop is the updater's periodic loop: it finds the pods whose
+// requests should follow their VPA's recommendation and evicts or resizes
+// them in place, within the limits of package restriction, the rate limiters
+// and the admission controller's health.
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/updater/eviction"
+	"github.com/openvpa/openvpa/updater/inplace"
+	"github.com/openvpa/openvpa/updater/restriction"
+)
+
+// Event reasons besides eviction's.
+const (
+	ReasonInPlaceResized       = "InPlaceResizedByVPA"
+	ReasonInPlaceResizeSkipped = "InPlaceResizeSkipped"
+	ReasonDryRunEviction       = "EvictionDryRun"
+	ReasonDryRunInPlaceResize  = "InPlaceResizeDryRun"
+)
+
+// Config holds the loop's settings, from the updater flags.
+type Config struct {
+	Priority    priority.Config
+	Restriction restriction.Config
+	// EvictionRateLimit (per second, ≤0 disables) and EvictionRateBurst
+	// bound evictions, and separately in-place updates.
+	EvictionRateLimit float64
+	EvictionRateBurst int
+	// UseAdmissionControllerStatus skips the loop while the admission
+	// controller's Lease is stale.
+	UseAdmissionControllerStatus bool
+	// DryRun records decisions as events and metrics without acting.
+	DryRun bool
+	// PerVPAConfig enables evictAfterOOMSeconds.
+	PerVPAConfig bool
+	// InPlace enables the InPlace mode (feature gate).
+	InPlace bool
+	// Namespaces filters the VPAs handled.
+	Namespaces namespaces.Filter
+}
+
+// VPALister lists VPAs.
+type VPALister interface {
+	List() ([]*vpav1.VerticalPodAutoscaler, error)
+}
+
+// PodLister lists the live, scheduled pods.
+type PodLister interface {
+	List() ([]*corev1.Pod, error)
+}
+
+// Resolver resolves VPA targets and pod controllers (pkg/target.Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler) (*target.Target, error)
+	PodController(ctx context.Context, pod *corev1.Pod) (*target.Ref, error)
+}
+
+// StatusReader tells whether the admission controller is healthy.
+type StatusReader interface {
+	IsFresh(ctx context.Context) (bool, error)
+}
+
+// Evicter evicts a pod.
+type Evicter interface {
+	Evict(ctx context.Context, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) error
+}
+
+// Resizer resizes pods in place and keeps the bookkeeping (inplace.Client).
+type Resizer interface {
+	Resize(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, observed map[string]bool, now time.Time) (map[string]corev1.ResourceList, error)
+	RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) error
+	MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Time) (inplace.Record, error)
+}
+
+// Deps are the loop's collaborators.
+type Deps struct {
+	VPAs        VPALister
+	Pods        PodLister
+	LimitRanges func(namespace string) recommendation.LimitRanges
+	Resolver    Resolver
+	Counter     restriction.ReplicaCounter
+	Status      StatusReader
+	Evicter     Evicter
+	Resizer     Resizer
+	Recorder    record.EventRecorder
+	Metrics     *Metrics
+	Clock       clock.WithTicker
+}
+
+// Updater runs the loop.
+type Updater struct {
+	cfg            Config
+	d              Deps
+	evictLimiter   *rate.Limiter
+	inPlaceLimiter *rate.Limiter
+}
+
+// New returns an Updater.
+func New(cfg Config, d Deps) *Updater {
+	newLimiter := func() *rate.Limiter {
+		if cfg.EvictionRateLimit <= 0 {
+			return rate.NewLimiter(rate.Inf, 0)
+		}
+		return rate.NewLimiter(rate.Limit(cfg.EvictionRateLimit), cfg.EvictionRateBurst)
+	}
+	return &Updater{cfg: cfg, d: d, evictLimiter: newLimiter(), inPlaceLimiter: newLimiter()}
+}
+
+// Run calls RunOnce every interval until ctx ends; each run gets a deadline
+// of one interval. onLoop is called after each run.
+func (u *Updater) Run(ctx context.Context, interval time.Duration, onLoop func()) error {
+	ticker := u.d.Clock.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		runCtx, cancel := context.WithTimeout(ctx, interval)
+		if err := u.RunOnce(runCtx); err != nil {
+			klog.FromContext(ctx).Error(err, "Updater loop failed")
+		}
+		cancel()
+		if onLoop != nil {
+			onLoop()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+type controlled struct {
+	target *target.Target
+	pods   []*corev1.Pod
+}
+
+// RunOnce runs one loop.
+func (u *Updater) RunOnce(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	start := u.d.Clock.Now()
+	defer func() {
+		u.d.Metrics.ExecutionLatency.WithLabelValues("total").Observe(u.d.Clock.Since(start).Seconds())
+	}()
+
+	if u.cfg.UseAdmissionControllerStatus {
+		fresh, err := u.d.Status.IsFresh(ctx)
+		if err != nil {
+			return err
+		}
+		if !fresh {
+			logger.Info("Admission controller status is stale or missing; skipping this loop")
+			return nil
+		}
+	}
+
+	step := u.d.Clock.Now()
+	vpas, err := u.d.VPAs.List()
+	if err != nil {
+		return fmt.Errorf("listing VPAs: %w", err)
+	}
+	var targets []*target.Target
+	for _, vpa := range vpas {
+		if !u.cfg.Namespaces.Allows(vpa.Namespace) || !vpav1.GetUpdateMode(vpa).UpdatesRunningPods() {
+			continue
+		}
+		t, err := u.d.Resolver.Resolve(ctx, vpa)
+		if err != nil {
+			logger.V(3).Info("Skipping VPA whose target cannot be resolved", "vpa", klog.KObj(vpa), "err", err)
+			continue
+		}
+		targets = append(targets, t)
+	}
+	u.d.Metrics.ExecutionLatency.WithLabelValues("ListVPAs").Observe(u.d.Clock.Since(step).Seconds())
+	u.resetGauges()
+	if len(targets) == 0 {
+		return nil
+	}
+
+	step = u.d.Clock.Now()
+	pods, err := u.d.Pods.List()
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	matcher := target.NewMatcher(targets)
+	byVPA := map[*target.Target]*controlled{}
+	var order []*controlled
+	for _, pod := range pods {
+		if pod.DeletionTimestamp != nil {
+			continue
+		}
+		ctrl, err := u.d.Resolver.PodController(ctx, pod)
+		if err != nil || ctrl == nil {
+			continue
+		}
+		t := matcher.ControllingVPA(pod, ctrl)
+		if t == nil {
+			continue
+		}
+		c := byVPA[t]
+		if c == nil {
+			c = &controlled{target: t}
+			byVPA[t] = c
+			order = append(order, c)
+		}
+		c.pods = append(c.pods, pod)
+	}
+	u.d.Metrics.ExecutionLatency.WithLabelValues("ListPods").Observe(u.d.Clock.Since(step).Seconds())
+
+	for _, c := range order {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		u.processVPA(ctx, c.target.VPA, c.pods)
+	}
+	return nil
+}
+
+func (u *Updater) resetGauges() {
+	m := u.d.Metrics
+	for _, g := range []interface{ Reset() }{m.ControlledPods, m.EvictablePods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
+		m.InPlaceUpdatablePods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated} {
+		g.Reset()
+	}
+}
+
+// candidate is a pod chosen for an update.
+type candidate struct {
+	pod       *corev1.Pod
+	decision  priority.Decision
+	resources []recommendation.ContainerResources
+	observed  map[string]bool
+	requests  map[string]corev1.ResourceList
+}
+
+func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod) {
+	logger := klog.FromContext(ctx).WithValues("vpa", klog.KObj(vpa))
+	ctx = klog.NewContext(ctx, logger)
+	mode := vpav1.GetUpdateMode(vpa)
+	size := sizeLog2(len(pods))
+	now := u.d.Clock.Now()
+	m := u.d.Metrics
+	m.ControlledPods.WithLabelValues(size, string(mode)).Add(float64(len(pods)))
+
+	if mode == vpav1.UpdateModeInPlace && !u.cfg.InPlace {
+		logger.Info("InPlace mode needs the InPlace feature gate; skipping")
+		return
+	}
+	rec := vpa.Status.Recommendation
+	if rec == nil || len(rec.ContainerRecommendations) == 0 {
+		return
+	}
+
+	step := u.d.Clock.Now()
+	lr := u.d.LimitRanges(vpa.Namespace)
+	restr := restriction.New(restriction.Options{
+		Config: u.cfg.Restriction, VPA: vpa, Counter: u.d.Counter, Now: now, ResizeStarted: inplace.ResizeStarted,
+	}, pods)
+	for key, why := range restr.Skipped {
+		logger.V(4).Info("Replica group left alone", "group", key, "reason", why)
+	}
+	pcfg := priority.ConfigForVPA(u.cfg.Priority, vpa, u.cfg.PerVPAConfig)
+	var requirements []*vpav1.EvictionRequirement
+	if vpa.Spec.UpdatePolicy != nil {
+		requirements = vpa.Spec.UpdatePolicy.EvictionRequirements
+	}
+
+	var candidates []candidate
+	for _, pod := range pods {
+		observedSet, ok := annotations.ObservedContainerSet(pod)
+		var observed []string
+		if ok {
+			observed = make([]string, 0, len(observedSet))
+			for n := range observedSet {
+				observed = append(observed, n)
+			}
+		} else {
+			observedSet = nil
+		}
+		capped := recommendation.Cap(pod, rec, vpa.Spec.ResourcePolicy, lr)
+		in := priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, now)
+		d := priority.Decide(pcfg, in)
+		if !d.Update {
+			continue
+		}
+		if !priority.MeetsEvictionRequirements(requirements, in.Containers) {
+			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(pod))
+			continue
+		}
+		resources := recommendation.ForPod(pod, vpa, lr)
+		requests := map[string]corev1.ResourceList{}
+		for i, r := range resources {
+			name := pod.Spec.Containers[i].Name
+			if len(r.Requests) > 0 && (observedSet == nil || observedSet[name]) {
+				requests[name] = r.Requests
+			}
+		}
+		candidates = append(candidates, candidate{pod: pod, decision: d, resources: resources, observed: observedSet, requests: requests})
+	}
+	priority.Sort(candidates, func(c candidate) priority.Decision { return c.decision })
+	m.ExecutionLatency.WithLabelValues("FilterPods").Observe(u.d.Clock.Since(step).Seconds())
+
+	var toEvict []candidate
+	switch mode {
+	case vpav1.UpdateModeInPlace, vpav1.UpdateModeInPlaceOrRecreate:
+		toEvict = u.inPlace(ctx, vpa, mode, size, restr, candidates)
+	default:
+		toEvict = candidates
+	}
+	if len(toEvict) == 0 {
+		return
+	}
+
+	step = u.d.Clock.Now()
+	evictable, evicted := 0, 0
+	for _, c := range toEvict {
+		if !restr.CanEvict(c.pod) {
+			continue
+		}
+		evictable++
+		if u.cfg.DryRun {
+			u.dryRun(vpa, c, "evict", ReasonDryRunEviction)
+			restr.RecordEviction(c.pod)
+			continue
+		}
+		if err := u.evictLimiter.Wait(ctx); err != nil {
+			m.FailedEvictions.WithLabelValues(size, string(mode), "EvictionRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			logger.V(2).Info("Eviction rate limiter wait failed", "err", err)
+			break
+		}
+		if err := u.d.Evicter.Evict(ctx, c.pod, vpa); err != nil {
+			m.FailedEvictions.WithLabelValues(size, string(mode), "EvictionError", vpa.Name, vpa.Namespace).Inc()
+			if errors.Is(err, eviction.ErrRefused) {
+				logger.V(2).Info("Eviction refused; retrying in a later loop", "pod", klog.KObj(c.pod), "err", err)
+			} else {
+				logger.Error(err, "Evicting pod", "pod", klog.KObj(c.pod))
+			}
+			continue
+		}
+		logger.Info("Evicted pod", "pod", klog.KObj(c.pod), "reason", c.decision.Reason, "requests", inplace.Describe(c.requests))
+		restr.RecordEviction(c.pod)
+		evicted++
+		m.EvictedPods.WithLabelValues(size, string(mode), vpa.Name, vpa.Namespace).Inc()
+	}
+	m.EvictablePods.WithLabelValues(size, string(mode)).Add(float64(evictable))
+	if evictable > 0 {
+		m.VPAsWithEvictablePods.WithLabelValues(size, string(mode)).Inc()
+	}
+	if evicted > 0 {
+		m.VPAsWithEvictedPods.WithLabelValues(size, string(mode)).Inc()
+	}
+	m.ExecutionLatency.WithLabelValues("EvictPods").Observe(u.d.Clock.Since(step).Seconds())
+}
+
+// inPlace resizes the candidates it can and returns those to evict instead.
+func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, mode vpav1.UpdateMode, size string, restr *restriction.Restriction, candidates []candidate) []candidate {
+	logger := klog.FromContext(ctx)
+	m := u.d.Metrics
+	now := u.d.Clock.Now()
+	var toEvict []candidate
+	updatable, updated := 0, 0
+	for _, c := range candidates {
+		pod := c.pod
+		rec, hasRec := inplace.Read(pod)
+		if restriction.Resizing(pod) && !u.cfg.DryRun {
+			if mode == vpav1.UpdateModeInPlace && restriction.ResizeInfeasible(pod) {
+				r, err := u.d.Resizer.MarkInfeasible(ctx, pod, now)
+				if err != nil {
+					logger.Error(err, "Recording an infeasible resize", "pod", klog.KObj(pod))
+				} else {
+					rec, hasRec = r, true
+				}
+			} else if err := u.d.Resizer.RecordSeen(ctx, pod, now); err != nil {
+				logger.Error(err, "Recording a resize in progress", "pod", klog.KObj(pod))
+			}
+		}
+		cached := hasRec && rec.Current(pod) && inplace.InfeasibleRulesOut(rec, c.requests)
+		decision := restr.CanInPlaceUpdate(pod, mode, true, cached)
+		switch decision {
+		case restriction.InfeasibleCached:
+			m.InfeasibleSkips.WithLabelValues(size, vpa.Name, vpa.Namespace).Inc()
+			u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonInPlaceResizeSkipped,
+				"In-place resize skipped: an earlier attempt was infeasible and the recommendation is not lower.")
+			continue
+		case restriction.Evict:
+			toEvict = append(toEvict, c)
+			continue
+		case restriction.Deferred:
+			if mode != vpav1.UpdateModeInPlace || !restriction.Resizing(pod) {
+				continue
+			}
+			// InPlace: patch again so a changed recommendation gets in,
+			// unless the pending resize already asks for it.
+			if sameAsSpec(pod, c.requests) {
+				continue
+			}
+		}
+		updatable++
+		if u.cfg.DryRun {
+			u.dryRun(vpa, c, "in-place", ReasonDryRunInPlaceResize)
+			restr.RecordInPlaceUpdate(pod)
+			continue
+		}
+		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
+			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			break
+		}
+		requested, err := u.d.Resizer.Resize(ctx, pod, c.resources, c.observed, now)
+		if err != nil && requested == nil {
+			reason := "InPlaceUpdateError"
+			if isNodeCapacity(err) {
+				reason = "InPlaceUpdateInfeasible"
+			}
+			m.FailedInPlaceUpdates.WithLabelValues(size, reason, vpa.Name, vpa.Namespace).Inc()
+			logger.Error(err, "Resizing pod in place", "pod", klog.KObj(pod))
+			if mode == vpav1.UpdateModeInPlaceOrRecreate {
+				toEvict = append(toEvict, c)
+			}
+			continue
+		}
+		if err != nil {
+			logger.Error(err, "Pod resized, bookkeeping failed", "pod", klog.KObj(pod))
+		}
+		logger.Info("Resized pod in place", "pod", klog.KObj(pod), "reason", c.decision.Reason, "requests", inplace.Describe(requested))
+		u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonInPlaceResized, "Pod was resized in place by VPA Updater.")
+		restr.RecordInPlaceUpdate(pod)
+		updated++
+		m.InPlaceUpdatedPods.WithLabelValues(size, vpa.Name, vpa.Namespace).Inc()
+	}
+	m.InPlaceUpdatablePods.WithLabelValues(size).Add(float64(updatable))
+	if updatable > 0 {
+		m.VPAsWithInPlaceUpdatable.WithLabelValues(size).Inc()
+	}
+	if updated > 0 {
+		m.VPAsWithInPlaceUpdated.WithLabelValues(size).Inc()
+	}
+	return toEvict
+}
+
+func (u *Updater) dryRun(vpa *vpav1.VerticalPodAutoscaler, c candidate, action, reason string) {
+	u.d.Metrics.DryRunDecisions.WithLabelValues(action, vpa.Name, vpa.Namespace).Inc()
+	msg := fmt.Sprintf("Dry run: VPA Updater would %s this pod (%s, relative change %.2f) to set requests %s.",
+		action, c.decision.Reason, c.decision.ResourceDiff, inplace.Describe(c.requests))
+	u.d.Recorder.Event(c.pod, corev1.EventTypeNormal, reason, msg)
+	klog.Background().Info("Dry run decision", "pod", klog.KObj(c.pod), "vpa", klog.KObj(vpa), "action", action,
+		"reason", c.decision.Reason, "requests", inplace.Describe(c.requests))
+}
+
+// sameAsSpec reports whether the pod spec already requests these values.
+func sameAsSpec(pod *corev1.Pod, requests map[string]corev1.ResourceList) bool {
+	for _, ctr := range pod.Spec.Containers {
+		want, ok := requests[ctr.Name]
+		if !ok {
+			continue
+		}
+		for name, q := range want {
+			have, ok := ctr.Resources.Requests[name]
+			if !ok || have.Cmp(q) != 0 {
+				return false
+			}
+		}
+	}
+	return true
+}
