@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -126,8 +127,9 @@ type dayAcc struct {
 	ooms, cpuOver        int
 }
 
-// Run replays trace under opts.
-func Run(trace *Trace, opts Options) (*Result, error) {
+// Replay replays trace under opts. It stops with ctx's error when ctx is
+// cancelled.
+func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 	if len(opts.Estimators) == 0 {
 		return nil, fmt.Errorf("no estimator to replay")
 	}
@@ -147,6 +149,9 @@ func Run(trace *Trace, opts Options) (*Result, error) {
 		res.Estimators = append(res.Estimators, e.Name())
 	}
 	for i, w := range trace.Workloads {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule)
 		res.Days = append(res.Days, days...)
 		res.Workloads = append(res.Workloads, tl)

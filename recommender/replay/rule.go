@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/openvpa/openvpa/pkg/priority"
 )
 
 // PodContainer is one container of a replayed pod at a decision point.
@@ -29,59 +31,38 @@ type UpdateRule interface {
 	ShouldUpdate(pod PodState) bool
 }
 
-// thresholdRule updates a pod whose request is outside its bounds, or whose
-// age is at least minAge and whose requests differ from the targets by at
-// least minDiff (summed over resources, relative to the request).
-type thresholdRule struct {
-	minAge  time.Duration
-	minDiff float64
+// updaterRule is the updater's own decision rule (pkg/priority): update a pod
+// whose request is outside its bounds, or which is at least the lifetime
+// threshold old and whose requests differ from the targets by at least the
+// update threshold.
+type updaterRule struct {
+	cfg priority.Config
 }
 
-// DefaultUpdateRule returns the updater's rule with its default thresholds.
-func DefaultUpdateRule() UpdateRule { return thresholdRule{minAge: 12 * time.Hour, minDiff: 0.1} }
+// NewUpdateRule returns the updater's rule with the given thresholds.
+func NewUpdateRule(updateThreshold float64, lifetimeThreshold time.Duration) UpdateRule {
+	cfg := priority.DefaultConfig()
+	cfg.PodUpdateThreshold = updateThreshold
+	cfg.PodLifetimeUpdateThreshold = lifetimeThreshold
+	return updaterRule{cfg: cfg}
+}
 
-func (r thresholdRule) ShouldUpdate(pod PodState) bool {
-	totalReq := map[corev1.ResourceName]int64{}
-	totalTarget := map[corev1.ResourceName]int64{}
-	outside := false
+// DefaultUpdateRule returns the updater's rule with its default thresholds
+// (10%, 12h).
+func DefaultUpdateRule() UpdateRule { return updaterRule{cfg: priority.DefaultConfig()} }
+
+func (r updaterRule) ShouldUpdate(pod PodState) bool {
+	age := pod.Age
+	in := priority.PodInput{Age: &age, Containers: make([]priority.ContainerInput, 0, len(pod.Containers))}
 	for _, c := range pod.Containers {
-		if !c.HasRecommendation {
-			continue
-		}
-		for name, t := range c.Target {
-			totalTarget[name] += t.MilliValue()
-			req, ok := c.Requests[name]
-			if !ok {
-				outside = true
-				continue
-			}
-			totalReq[name] += req.MilliValue()
-			if l, ok := c.LowerBound[name]; ok && req.Cmp(l) < 0 {
-				outside = true
-			}
-			if u, ok := c.UpperBound[name]; ok && req.Cmp(u) > 0 {
-				outside = true
-			}
-		}
+		in.Containers = append(in.Containers, priority.ContainerInput{
+			Name:              c.Name,
+			Requests:          c.Requests,
+			HasRecommendation: c.HasRecommendation,
+			Target:            c.Target,
+			LowerBound:        c.LowerBound,
+			UpperBound:        c.UpperBound,
+		})
 	}
-	if outside {
-		return true
-	}
-	if pod.Age < r.minAge {
-		return false
-	}
-	diff := 0.0
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		t, ok := totalTarget[name]
-		if !ok {
-			continue
-		}
-		req := max(float64(totalReq[name]), 1)
-		d := req - float64(t)
-		if d < 0 {
-			d = -d
-		}
-		diff += d / req
-	}
-	return diff >= r.minDiff
+	return priority.Decide(r.cfg, in).Update
 }

@@ -1,0 +1,190 @@
+package estimator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// PeakName is the name of the Peak estimator.
+const PeakName = "peak"
+
+// PeakConfig holds the tunables of the Peak estimator's memory
+// recommendation; CPU follows the percentile chain of Config.
+type PeakConfig struct {
+	// MemoryHorizon is how far back a memory peak keeps counting at full
+	// height: the target covers the highest peak of roughly this much recent
+	// history (older peaks fade with the histogram's half-life).
+	MemoryHorizon time.Duration
+	// MemoryMargin is the safety margin added to a workload whose recent
+	// peaks are all alike.
+	MemoryMargin float64
+	// MemoryVariabilityFactor scales the extra margin taken from the
+	// workload's own variability: the relative distance between its highest
+	// recent peak and its typical (median) peak.
+	MemoryVariabilityFactor float64
+	// MemoryYoungMargin is added, divided by the history length in days,
+	// while the history is short.
+	MemoryYoungMargin float64
+	// MemoryZeroFactor scales the margin added for peaks that read as no
+	// usage at all: z/(1−z) with z their share of the peaks' weight.
+	MemoryZeroFactor float64
+	// MemoryMaxMargin caps the total margin.
+	MemoryMaxMargin float64
+	// MemoryLowerBoundFraction places the lower bound below the target:
+	// a request under lowerBound = peak × fraction is updated at once.
+	MemoryLowerBoundFraction float64
+	// MemoryUpperBoundFactor places the upper bound above the target.
+	MemoryUpperBoundFactor float64
+}
+
+// DefaultPeakConfig returns the Peak estimator's defaults.
+func DefaultPeakConfig() PeakConfig {
+	return PeakConfig{
+		MemoryHorizon:            14 * 24 * time.Hour,
+		MemoryMargin:             0.15,
+		MemoryVariabilityFactor:  0,
+		MemoryYoungMargin:        0.5,
+		MemoryZeroFactor:         0.2,
+		MemoryMaxMargin:          1.0,
+		MemoryLowerBoundFraction: 1.0,
+		MemoryUpperBoundFactor:   2.0,
+	}
+}
+
+// Validate reports every invalid field.
+func (c PeakConfig) Validate() error {
+	var errs []error
+	if c.MemoryHorizon <= 0 {
+		errs = append(errs, fmt.Errorf("peak memory horizon must be > 0, got %v", c.MemoryHorizon))
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"peak memory margin", c.MemoryMargin},
+		{"peak memory variability factor", c.MemoryVariabilityFactor},
+		{"peak memory max margin", c.MemoryMaxMargin},
+		{"peak memory young margin", c.MemoryYoungMargin},
+		{"peak memory zero factor", c.MemoryZeroFactor},
+	} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			errs = append(errs, fmt.Errorf("%s must be a finite number >= 0, got %v", f.name, f.v))
+		}
+	}
+	if !(c.MemoryLowerBoundFraction > 0 && c.MemoryLowerBoundFraction <= 1) {
+		errs = append(errs, fmt.Errorf("peak memory lower bound fraction must be in (0, 1], got %v", c.MemoryLowerBoundFraction))
+	}
+	if !(c.MemoryUpperBoundFactor >= 1) || math.IsInf(c.MemoryUpperBoundFactor, 0) {
+		errs = append(errs, fmt.Errorf("peak memory upper bound factor must be a finite number >= 1, got %v", c.MemoryUpperBoundFactor))
+	}
+	return errors.Join(errs...)
+}
+
+// Peak recommends memory from the highest recent window peak plus a margin
+// derived from the workload's own variability; CPU is the percentile chain.
+// See docs/algorithm.md, "The peak estimator".
+type Peak struct {
+	cfg        Config
+	peak       PeakConfig
+	percentile *Percentile
+}
+
+var _ Estimator = (*Peak)(nil)
+
+// NewPeak returns the Peak estimator.
+func NewPeak(cfg Config, peak PeakConfig) *Peak {
+	return &Peak{cfg: cfg, peak: peak, percentile: NewPercentile(cfg)}
+}
+
+// Name returns PeakName.
+func (p *Peak) Name() string { return PeakName }
+
+// Recommend implements Estimator.
+func (p *Peak) Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
+	names := RecommendedContainers(aggregates, policy)
+	podMin := p.cfg.PodMinimum(len(names))
+	raw := make(map[string]Amounts, len(names))
+	conf := make(map[string]float64, len(names))
+	for _, name := range names {
+		a := aggregates[name]
+		raw[name] = p.Estimate(a, podMin)
+		conf[name] = a.Confidence(ConfidenceUnit)
+	}
+	return Result{Containers: Finish(p.cfg, raw, policy, annotations), Confidence: conf}
+}
+
+// Estimate returns the raw amounts for one aggregate: CPU from the percentile
+// chain, memory from MemoryEstimate, each at least minimum.
+func (p *Peak) Estimate(a *model.AggregateState, minimum Resources) Amounts {
+	out := p.percentile.Estimate(a, minimum)
+	lower, target, upper := p.MemoryEstimate(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
+	out.Target.Memory = max(target, minimum.Memory)
+	out.LowerBound.Memory = max(lower, minimum.Memory)
+	out.UpperBound.Memory = max(upper, minimum.Memory)
+	return out
+}
+
+// MemoryEstimate returns the memory lower bound, target and upper bound, in
+// bytes, from a decaying histogram of window peaks:
+//
+//	z      = share of the weight in the first bucket (peaks of "no usage")
+//	Q(q)   = Percentile(z + q·(1 − z))   (quantile among the non-zero peaks)
+//	ε      = 2^(−horizon/halfLife) / 2
+//	high   = Q(1 − ε)                    (highest peak of the recent horizon)
+//	typ    = Q(0.5)                      (typical peak)
+//	margin = min(MemoryMargin + MemoryVariabilityFactor·(high/typ − 1), MemoryMaxMargin)
+//	target = high · (1 + margin)
+//	lower  = high · MemoryLowerBoundFraction
+//	upper  = target · MemoryUpperBoundFactor
+//
+// A histogram holding only first-bucket peaks yields the first bucket's
+// upper edge for all three.
+func (p *Peak) MemoryEstimate(h *model.DecayingHistogram, history time.Duration) (lower, target, upper model.ResourceAmount) {
+	if h.IsEmpty() {
+		return 0, 0, 0
+	}
+	hist := h.Histogram()
+	zeroEdge := hist.Options().BucketStart(1)
+	// Find the share z of the weight that sits in the first bucket: the
+	// largest p whose percentile is still the first bucket's upper edge.
+	z := 0.0
+	if h.Percentile(0) <= zeroEdge {
+		lo, hi := 0.0, 1.0
+		for range 40 {
+			mid := (lo + hi) / 2
+			if h.Percentile(mid) <= zeroEdge {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		z = lo
+	}
+	if z >= 1-1e-9 || h.Percentile(1) <= zeroEdge {
+		e := model.MemoryAmountFromBytes(zeroEdge)
+		return e, e, e
+	}
+	q := func(x float64) float64 { return h.Percentile(z + x*(1-z)) }
+	eps := math.Exp2(-float64(p.peak.MemoryHorizon)/float64(h.HalfLife())) / 2
+	high := q(1 - eps)
+	typ := q(0.5)
+	margin := p.peak.MemoryMargin
+	if typ > 0 {
+		margin += p.peak.MemoryVariabilityFactor * (high/typ - 1)
+	}
+	if days := history.Hours() / 24; days > 0 {
+		margin += p.peak.MemoryYoungMargin / max(days, 1)
+	}
+	margin += p.peak.MemoryZeroFactor * z / (1 - z)
+	margin = min(margin, p.peak.MemoryMaxMargin)
+	highAmount := model.MemoryAmountFromBytes(high)
+	target = highAmount + model.ScaleResource(highAmount, margin)
+	lower = model.ScaleResource(highAmount, p.peak.MemoryLowerBoundFraction)
+	upper = model.ScaleResource(target, p.peak.MemoryUpperBoundFactor)
+	return lower, target, upper
+}

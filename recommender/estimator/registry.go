@@ -1,0 +1,41 @@
+package estimator
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Options holds the configuration of every estimator, for building one by
+// name.
+type Options struct {
+	// Config is shared by all estimators (CPU chain, pod minimum, Finish).
+	Config Config
+	// Peak holds the Peak estimator's own tunables.
+	Peak PeakConfig
+}
+
+// DefaultOptions returns every estimator's defaults.
+func DefaultOptions() Options {
+	return Options{Config: DefaultConfig(), Peak: DefaultPeakConfig()}
+}
+
+// Names lists the estimators Build knows, the default first.
+func Names() []string { return []string{PercentileName, PeakName} }
+
+// Build returns the estimator called name ("" is the default, percentile)
+// configured from o.
+func Build(name string, o Options) (Estimator, error) {
+	switch name {
+	case PercentileName, "":
+		return New(PercentileName, o.Config)
+	case PeakName:
+		if err := o.Config.Validate(); err != nil {
+			return nil, err
+		}
+		if err := o.Peak.Validate(); err != nil {
+			return nil, err
+		}
+		return NewPeak(o.Config, o.Peak), nil
+	}
+	return nil, fmt.Errorf("unknown estimator %q (known: %s)", name, strings.Join(Names(), ", "))
+}
