@@ -1,0 +1,101 @@
+package inplace
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/openvpa/openvpa/pkg/recommendation"
+)
+
+func rl(cpu string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+}
+
+func TestInfeasibleRulesOut(t *testing.T) {
+	attempt := Record{Infeasible: true, Requests: map[string]corev1.ResourceList{"app": rl("2")}}
+	tests := map[string]struct {
+		rec  Record
+		next map[string]corev1.ResourceList
+		want bool
+	}{
+		"no infeasible attempt":          {rec: Record{Requests: attempt.Requests}, next: map[string]corev1.ResourceList{"app": rl("3")}, want: false},
+		"same recommendation":            {rec: attempt, next: map[string]corev1.ResourceList{"app": rl("2")}, want: true},
+		"higher recommendation":          {rec: attempt, next: map[string]corev1.ResourceList{"app": rl("3")}, want: true},
+		"lower recommendation retries":   {rec: attempt, next: map[string]corev1.ResourceList{"app": rl("1")}, want: false},
+		"other container does not count": {rec: attempt, next: map[string]corev1.ResourceList{"side": rl("1")}, want: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := InfeasibleRulesOut(tc.rec, tc.next); got != tc.want {
+				t.Errorf("InfeasibleRulesOut = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestResizeRecordsOnPod(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Generation: 1},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Resources: corev1.ResourceRequirements{Requests: rl("100m")}},
+			{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: rl("100m")}},
+		}},
+	}
+	client := fake.NewClientset(pod)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := Client{Kube: client}
+	got, err := c.Resize(context.Background(), pod, []recommendation.ContainerResources{{Requests: rl("200m")}, {Requests: rl("300m")}},
+		map[string]bool{"app": true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appCPU := got["app"][corev1.ResourceCPU]
+	if len(got) != 1 || appCPU.String() != "200m" {
+		t.Fatalf("requested %v, want only app: 200m (sidecar is not observed)", got)
+	}
+	var subresources []string
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			subresources = append(subresources, p.GetSubresource())
+		}
+	}
+	if len(subresources) != 2 || subresources[0] != "resize" || subresources[1] != "" {
+		t.Fatalf("patches to subresources %q, want resize then the pod", subresources)
+	}
+	stored, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := Read(stored)
+	if !ok || !rec.Started.Time.Equal(now) || rec.Infeasible {
+		t.Fatalf("record %+v (ok %v), want started at %v", rec, ok, now)
+	}
+	if stored.Annotations["vpaInPlaceUpdated"] != "true" {
+		t.Errorf("vpaInPlaceUpdated = %q", stored.Annotations["vpaInPlaceUpdated"])
+	}
+	started, ok := ResizeStarted(stored)
+	if !ok || !started.Equal(now) {
+		t.Errorf("ResizeStarted = %v, %v", started, ok)
+	}
+
+	// A restarted updater reads the same record: marking infeasible keeps the start time.
+	marked, err := c.MarkInfeasible(context.Background(), stored, now.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !marked.Infeasible || !marked.Started.Time.Equal(now) {
+		t.Errorf("marked %+v, want infeasible with the original start", marked)
+	}
+	raw, _ := json.Marshal(marked)
+	if len(raw) == 0 {
+		t.Fatal("empty record")
+	}
+}
