@@ -1,0 +1,107 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestRunCommand(t *testing.T) {
+	dir := t.TempDir()
+	var trace strings.Builder
+	trace.WriteString("timestamp,workload,container,cpu_cores,memory_bytes,cpu_request_cores,memory_request_bytes\n")
+	for i := range 4 * 24 * 12 {
+		mem := 3e8
+		if i%50 == 0 {
+			mem = 6e8
+		}
+		trace.WriteString(strings.Join([]string{
+			itoa(1700000000 + 300*i), "web", "app", "0.2", ftoa(mem), "1", "1e9",
+		}, ",") + "\n")
+	}
+	file := filepath.Join(dir, "trace.csv")
+	if err := os.WriteFile(file, []byte(trace.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"--trace", file, "--out", out, "--estimator", "peak"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	for _, f := range []string{"summary.json", "days.csv", "worst.svg", "typical.svg", "frontier.svg"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("missing %s: %v", f, err)
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum map[string]map[string]any
+	if err := json.Unmarshal(data, &sum); err != nil {
+		t.Fatal(err)
+	}
+	wantKeys := "changes_per_day_mean,changes_per_day_p99,cpu_shortfall_mean,cpu_slack_mean,cpu_slack_median,memory_slack_mean,memory_slack_median,oom_free_fraction,workload_days"
+	for _, top := range []string{"estimator", "provisioned"} {
+		var keys []string
+		for k := range sum[top] {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, ","); got != wantKeys {
+			t.Errorf("summary.json %q keys %s, want %s", top, got, wantKeys)
+		}
+	}
+	if len(sum) != 2 {
+		t.Errorf("summary.json has %d top-level keys, want estimator and provisioned", len(sum))
+	}
+	if days := sum["estimator"]["workload_days"]; days != 3.0 {
+		t.Errorf("workload_days %v, want 3 (days 1–3 of 4)", days)
+	}
+	if !strings.Contains(stdout.String(), "peak (scored)") || !strings.Contains(stdout.String(), "provisioned") {
+		t.Errorf("stdout table:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "replay: 1/1 workloads") {
+		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	}
+	csv, _ := os.ReadFile(filepath.Join(out, "days.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != 4 {
+		t.Errorf("days.csv has %d lines, want header + 3", lines)
+	}
+}
+
+func TestRunCommandErrors(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	os.WriteFile(bad, []byte("timestamp,workload,container,cpu_cores,memory_bytes\n1,w,c,x,1\n"), 0o644)
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"no trace":          {args: nil, wantErr: "--trace is required"},
+		"unknown estimator": {args: []string{"--trace", bad, "--estimator", "magic"}, wantErr: `unknown estimator "magic"`},
+		"bad flag value":    {args: []string{"--trace", bad, "--target-memory-percentile", "2"}, wantErr: "target-memory-percentile"},
+		"malformed trace":   {args: []string{"--trace", bad, "--out", t.TempDir()}, wantErr: "bad.csv:2: cpu_cores"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := Run(context.Background(), tc.args, &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("got %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	if err := Run(context.Background(), []string{"--help"}, &stdout, &stderr); err != nil || !strings.Contains(stderr.String(), "--peak-memory-margin") {
+		t.Errorf("--help: %v\n%s", err, stderr.String())
+	}
+}
+
+func itoa(i int) string     { return strconv.Itoa(i) }
+func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
