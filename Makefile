@@ -43,6 +43,16 @@ cluster-up: ## Start (or reuse) the local control plane; kubeconfig in _output/c
 cluster-down: ## Stop the local control plane (state kept; hack/cluster/down.sh --wipe deletes it).
 	hack/cluster/down.sh
 
+##@ Demo
+
+.PHONY: demo
+demo: ## Build, start the local control plane and the three components, run a demo workload, show kubectl describe vpa.
+	hack/demo/up.sh
+
+.PHONY: demo-down
+demo-down: ## Stop everything make demo started.
+	hack/demo/down.sh
+
 ##@ Deployment
 
 .PHONY: manifests
