@@ -1,0 +1,256 @@
+// Package app wires the admission controller: flags, clients, informers, the
+// HTTPS webhook server, webhook registration, the status Lease and the
+// metrics and health server.
+package app
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/openvpa/openvpa/admission-controller/app/options"
+	"github.com/openvpa/openvpa/admission-controller/pod"
+	"github.com/openvpa/openvpa/admission-controller/vpa"
+	"github.com/openvpa/openvpa/admission-controller/webhook"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
+	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/status"
+	"github.com/openvpa/openvpa/pkg/target"
+)
+
+// Main parses args and runs the admission controller until ctx ends.
+func Main(ctx context.Context, args []string) error {
+	o := options.NewOptions()
+	fs := pflag.NewFlagSet("vpa-admission-controller", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if errs := o.Validate(); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return Run(ctx, o)
+}
+
+type limitRanges struct{ lister corelisters.LimitRangeLister }
+
+func (l limitRanges) LimitRanges(namespace string) (recommendation.LimitRanges, error) {
+	items, err := l.lister.LimitRanges(namespace).List(labels.Everything())
+	if err != nil {
+		return recommendation.LimitRanges{}, err
+	}
+	return recommendation.MergeLimitRanges(items), nil
+}
+
+// Run runs the admission controller with validated options.
+func Run(ctx context.Context, o *options.Options) error {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	if o.SelfSignedCertDir != "" {
+		hosts := []string{"127.0.0.1", "localhost", o.WebhookService + "." + o.Namespace + ".svc"}
+		if o.SelfSignedCertHosts != "" {
+			hosts = strings.Split(o.SelfSignedCertHosts, ",")
+		}
+		if err := webhook.GenerateSelfSigned(o.SelfSignedCertDir, hosts, 365*24*time.Hour); err != nil {
+			return fmt.Errorf("generating self-signed certificates: %w", err)
+		}
+		o.ClientCAFile = filepath.Join(o.SelfSignedCertDir, webhook.CACertFile)
+		o.TLSCertFile = filepath.Join(o.SelfSignedCertDir, webhook.ServerCertFile)
+		o.TLSPrivateKey = filepath.Join(o.SelfSignedCertDir, webhook.ServerKeyFile)
+		logger.Info("Generated a self-signed CA and serving certificate", "dir", o.SelfSignedCertDir, "hosts", hosts)
+	}
+	certs, err := webhook.NewCertWatcher(o.TLSCertFile, o.TLSPrivateKey, o.ClientCAFile)
+	if err != nil {
+		return err
+	}
+	tlsConfig, err := webhook.TLSConfig(o.MinTLSVersion, o.TLSCiphers, certs.GetCertificate)
+	if err != nil {
+		return err
+	}
+
+	restConfig, err := o.Kube.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	vpas, err := vpaclient.NewForConfig(restConfig)
+	if err != nil {
+		return err
+	}
+	filter := o.Namespaces.Filter()
+	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(filter.WatchNamespace()))
+	vpaFactory := vpainformers.NewSharedInformerFactoryWithOptions(vpas, 0, vpainformers.WithNamespace(filter.WatchNamespace()))
+	vpaInformer := vpaFactory.Autoscaling().V1().VerticalPodAutoscalers().Informer()
+	if err := vpaInformer.AddIndexers(cache.Indexers{pod.TargetRefIndex: pod.TargetRefIndexFunc}); err != nil {
+		return err
+	}
+	resolver, err := target.NewForConfig(restConfig, kube.Discovery(), kubeFactory, target.Options{})
+	if err != nil {
+		return err
+	}
+	lrLister := kubeFactory.Core().V1().LimitRanges().Lister()
+
+	registry := healthserver.NewRegistry()
+	metrics := webhook.NewMetrics(registry)
+	handler := pod.NewHandler(pod.NewFinder(vpaInformer.GetIndexer(), resolver, filter.Allows), limitRanges{lrLister})
+	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
+
+	var synced atomic.Bool
+	health := healthserver.Options{
+		Address:   o.Address,
+		Registry:  registry,
+		Profiling: o.Profiling,
+		Readiness: []healthserver.Check{
+			{Name: "certificates", Func: certs.Loaded},
+			{Name: "informers", Func: func() error {
+				if !synced.Load() {
+					return errors.New("informers not synced")
+				}
+				return nil
+			}},
+		},
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(o.Port)))
+	if err != nil {
+		return fmt.Errorf("listening on port %d: %w", o.Port, err)
+	}
+	httpsServer := &http.Server{Handler: server, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+
+	errc := make(chan error, 5)
+	running := 0
+	start := func(name string, f func() error) {
+		running++
+		go func() {
+			err := f()
+			if err != nil {
+				err = fmt.Errorf("%s: %w", name, err)
+			}
+			errc <- err
+		}()
+	}
+	start("webhook server", func() error {
+		logger.Info("Serving admission webhook", "address", ln.Addr().String())
+		err := httpsServer.Serve(tls.NewListener(ln, tlsConfig))
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+	start("health server", func() error { return healthserver.Serve(ctx, health) })
+
+	kubeFactory.Start(ctx.Done())
+	vpaFactory.Start(ctx.Done())
+	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	for typ, ok := range vpaFactory.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	synced.Store(true)
+	logger.Info("Informers synced")
+
+	if o.RegisterWebhook {
+		reg, err := registration(o, certs.CA())
+		if err != nil {
+			return err
+		}
+		if err := webhook.Register(ctx, kube, reg); err != nil {
+			return err
+		}
+		if o.ReloadCert {
+			certs.OnCAChange = func(ctx context.Context, ca []byte) error {
+				return webhook.PatchCABundle(ctx, kube, o.WebhookConfigName, ca)
+			}
+		}
+	}
+	if o.ReloadCert {
+		start("certificate watcher", func() error { return certs.Watch(ctx) })
+	}
+	holder, _ := os.Hostname()
+	lease := status.NewWriter(kube, status.WriterConfig{
+		Namespace: o.LeaseNamespace(), Name: o.StatusLeaseName, Holder: holder, Interval: o.StatusLeaseUpdateInterval,
+	}, clock.RealClock{})
+	start("status lease", func() error { return lease.Run(ctx) })
+
+	var firstErr error
+	select {
+	case <-ctx.Done():
+	case firstErr = <-errc:
+		running--
+	}
+	cancel()
+	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer stop()
+	_ = httpsServer.Shutdown(shutdownCtx)
+	for ; running > 0; running-- {
+		if err := <-errc; err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return firstErr
+}
+
+func registration(o *options.Options, ca []byte) (webhook.Registration, error) {
+	lbls, err := o.Labels()
+	if err != nil {
+		return webhook.Registration{}, err
+	}
+	reg := webhook.Registration{
+		ConfigName:       o.WebhookConfigName,
+		ServiceNamespace: o.Namespace,
+		ServiceName:      o.WebhookService,
+		CABundle:         ca,
+		TimeoutSeconds:   int32(o.WebhookTimeoutSeconds),
+		FailurePolicy:    admissionregistrationv1.Ignore,
+		Labels:           lbls,
+		OnlyNamespace:    o.Namespaces.Namespace,
+	}
+	if o.WebhookFailurePolicyFail {
+		reg.FailurePolicy = admissionregistrationv1.Fail
+	}
+	if o.RegisterByURL {
+		reg.URL = o.WebhookURL()
+	}
+	excluded := []string{"kube-system"}
+	if o.Namespace != "kube-system" {
+		excluded = append(excluded, o.Namespace)
+	}
+	for _, ns := range strings.Split(o.Namespaces.Ignored, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" && ns != "kube-system" && ns != o.Namespace {
+			excluded = append(excluded, ns)
+		}
+	}
+	reg.ExcludedNamespaces = excluded
+	return reg, nil
+}

@@ -1,0 +1,196 @@
+// Package options holds the admission controller's flags, with upstream VPA's
+// names and defaults, and their validation.
+package options
+
+import (
+	goflag "flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+
+	"github.com/openvpa/openvpa/pkg/features"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
+	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/status"
+)
+
+// Options are the admission controller's settings.
+type Options struct {
+	ClientCAFile   string
+	TLSCertFile    string
+	TLSPrivateKey  string
+	ReloadCert     bool
+	TLSCiphers     string
+	MinTLSVersion  string
+	Port           int
+	Address        string
+	Profiling      bool
+	WebhookService string
+
+	RegisterWebhook          bool
+	RegisterByURL            bool
+	WebhookAddress           string
+	WebhookPort              string
+	WebhookTimeoutSeconds    int
+	WebhookFailurePolicyFail bool
+	WebhookLabels            string
+	WebhookConfigName        string
+
+	MaxAllowedCPUBoost string
+
+	StatusLeaseName           string
+	StatusLeaseNamespace      string
+	StatusLeaseUpdateInterval time.Duration
+
+	// SelfSignedCertDir, when set, makes the admission controller generate a
+	// CA and serving certificate into this directory at start and serve
+	// them (the TLS and CA file flags then point into it).
+	SelfSignedCertDir   string
+	SelfSignedCertHosts string
+
+	Kube       kubeclient.Options
+	Namespaces namespaces.Options
+	Gates      featuregate.MutableFeatureGate
+
+	// Namespace is the admission controller's own namespace ($NAMESPACE, or kube-system).
+	Namespace string
+}
+
+// NewOptions returns upstream's defaults.
+func NewOptions() *Options {
+	ns := os.Getenv("NAMESPACE")
+	if ns == "" {
+		ns = "kube-system"
+	}
+	return &Options{
+		ClientCAFile:              "/etc/tls-certs/caCert.pem",
+		TLSCertFile:               "/etc/tls-certs/serverCert.pem",
+		TLSPrivateKey:             "/etc/tls-certs/serverKey.pem",
+		MinTLSVersion:             "tls1_2",
+		Port:                      8000,
+		Address:                   ":8944",
+		WebhookService:            "vpa-webhook",
+		RegisterWebhook:           true,
+		WebhookTimeoutSeconds:     30,
+		WebhookConfigName:         "vpa-webhook-config",
+		StatusLeaseName:           status.DefaultLeaseName,
+		StatusLeaseUpdateInterval: status.DefaultInterval,
+		Kube:                      kubeclient.NewOptions("vpa-admission-controller"),
+		Gates:                     features.NewGate(),
+		Namespace:                 ns,
+	}
+}
+
+// AddFlags registers every flag on fs, klog's included.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "Path to CA PEM file.")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Path to server certificate PEM file.")
+	fs.StringVar(&o.TLSPrivateKey, "tls-private-key", o.TLSPrivateKey, "Path to server certificate key PEM file.")
+	fs.BoolVar(&o.ReloadCert, "reload-cert", o.ReloadCert, "If set to true, reload leaf and CA certificates when changed.")
+	fs.StringVar(&o.TLSCiphers, "tls-ciphers", o.TLSCiphers, "A comma-separated or colon-separated list of ciphers to accept. Only works when min-tls-version is set to tls1_2.")
+	fs.StringVar(&o.MinTLSVersion, "min-tls-version", o.MinTLSVersion, "The minimum TLS version to accept. Must be set to either tls1_2 (default) or tls1_3.")
+	fs.IntVar(&o.Port, "port", o.Port, "The port to listen on.")
+	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
+	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Kubernetes service under which webhook is registered. Used when registerByURL is set to false.")
+	fs.BoolVar(&o.RegisterWebhook, "register-webhook", o.RegisterWebhook, "If set to true, admission webhook object will be created on start up to register with the API server.")
+	fs.BoolVar(&o.RegisterByURL, "register-by-url", o.RegisterByURL, "If set to true, admission webhook will be registered by URL (webhookAddress:webhookPort) instead of by service name")
+	fs.StringVar(&o.WebhookAddress, "webhook-address", o.WebhookAddress, "Address under which webhook is registered. Used when registerByURL is set to true.")
+	fs.StringVar(&o.WebhookPort, "webhook-port", o.WebhookPort, "Server Port for Webhook")
+	fs.IntVar(&o.WebhookTimeoutSeconds, "webhook-timeout-seconds", o.WebhookTimeoutSeconds, "Timeout in seconds that the API server should wait for this webhook to respond before failing.")
+	fs.BoolVar(&o.WebhookFailurePolicyFail, "webhook-failure-policy-fail", o.WebhookFailurePolicyFail, "If set to true, will configure the admission webhook failurePolicy to \"Fail\". Use with caution.")
+	fs.StringVar(&o.WebhookLabels, "webhook-labels", o.WebhookLabels, "Comma separated list of labels to add to the webhook object. Format: key1:value1,key2:value2")
+	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "Name of the MutatingWebhookConfiguration the admission controller creates or updates.")
+	fs.StringVar(&o.MaxAllowedCPUBoost, "max-allowed-cpu-boost", o.MaxAllowedCPUBoost, "Maximum amount of CPU that will be applied for a container with boost.")
+	fs.StringVar(&o.StatusLeaseName, "status-lease-name", o.StatusLeaseName, "Name of the Lease the admission controller renews to report it is healthy.")
+	fs.StringVar(&o.StatusLeaseNamespace, "status-lease-namespace", o.StatusLeaseNamespace, "Namespace of the status Lease; empty means $NAMESPACE, else kube-system.")
+	fs.DurationVar(&o.StatusLeaseUpdateInterval, "status-lease-update-interval", o.StatusLeaseUpdateInterval, "How often the status Lease is renewed.")
+	fs.StringVar(&o.SelfSignedCertDir, "self-signed-cert-dir", o.SelfSignedCertDir, "For local runs: generate a CA and a serving certificate into this directory at start and use them (overrides --client-ca-file, --tls-cert-file and --tls-private-key).")
+	fs.StringVar(&o.SelfSignedCertHosts, "self-signed-cert-hosts", o.SelfSignedCertHosts, "Comma-separated DNS names and IP addresses of the self-signed serving certificate; default: 127.0.0.1, localhost and the webhook Service's DNS name.")
+	o.Kube.AddFlags(fs)
+	o.Namespaces.AddFlags(fs)
+	features.AddFlag(fs, o.Gates)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+}
+
+// Validate reports every invalid setting.
+func (o *Options) Validate() []error {
+	var errs []error
+	if err := o.Kube.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := o.Namespaces.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MinTLSVersion != "tls1_2" && o.MinTLSVersion != "tls1_3" {
+		errs = append(errs, fmt.Errorf("--min-tls-version must be tls1_2 or tls1_3, got %q", o.MinTLSVersion))
+	}
+	if o.Port <= 0 || o.Port > 65535 {
+		errs = append(errs, fmt.Errorf("--port must be in 1..65535, got %d", o.Port))
+	}
+	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
+		errs = append(errs, fmt.Errorf("--webhook-timeout-seconds must be in 1..30, got %d", o.WebhookTimeoutSeconds))
+	}
+	if o.RegisterWebhook && o.RegisterByURL && o.WebhookAddress == "" {
+		errs = append(errs, fmt.Errorf("--register-by-url needs --webhook-address"))
+	}
+	if o.WebhookConfigName == "" {
+		errs = append(errs, fmt.Errorf("--webhook-config-name must not be empty"))
+	}
+	if _, err := o.Labels(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.MaxAllowedCPUBoost != "" {
+		if _, err := resource.ParseQuantity(o.MaxAllowedCPUBoost); err != nil {
+			errs = append(errs, fmt.Errorf("--max-allowed-cpu-boost: %w", err))
+		}
+	}
+	if o.StatusLeaseUpdateInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--status-lease-update-interval must be positive, got %v", o.StatusLeaseUpdateInterval))
+	}
+	return errs
+}
+
+// Labels parses --webhook-labels.
+func (o *Options) Labels() (map[string]string, error) {
+	out := map[string]string{}
+	if o.WebhookLabels == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(o.WebhookLabels, ",") {
+		k, v, ok := strings.Cut(kv, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--webhook-labels: %q is not key:value", kv)
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// LeaseNamespace is the status Lease's namespace.
+func (o *Options) LeaseNamespace() string {
+	if o.StatusLeaseNamespace != "" {
+		return o.StatusLeaseNamespace
+	}
+	return o.Namespace
+}
+
+// WebhookURL is the URL registered with --register-by-url.
+func (o *Options) WebhookURL() string {
+	u := o.WebhookAddress
+	if !strings.Contains(u, "://") {
+		u = "https://" + u
+	}
+	if o.WebhookPort != "" {
+		u += ":" + o.WebhookPort
+	}
+	return u
+}

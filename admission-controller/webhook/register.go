@@ -1,0 +1,161 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// WebhookName is the name of the webhook inside the configuration.
+const WebhookName = "vpa.k8s.io"
+
+// DefaultConfigName is upstream's MutatingWebhookConfiguration name.
+const DefaultConfigName = "vpa-webhook-config"
+
+// Registration describes the MutatingWebhookConfiguration to maintain.
+type Registration struct {
+	// ConfigName is the MutatingWebhookConfiguration's name.
+	ConfigName string
+	// Service mode: the webhook Service namespace/name (port 443).
+	ServiceNamespace, ServiceName string
+	// URL mode (used when URL is not empty): https://host:port.
+	URL            string
+	CABundle       []byte
+	TimeoutSeconds int32
+	FailurePolicy  admissionregistrationv1.FailurePolicyType
+	Labels         map[string]string
+	// OnlyNamespace, when set, limits the webhook to that namespace.
+	OnlyNamespace string
+	// ExcludedNamespaces are never sent to the webhook (kube-system, the
+	// webhook's own namespace and --ignored-vpa-object-namespaces).
+	ExcludedNamespaces []string
+}
+
+const namespaceNameLabel = "kubernetes.io/metadata.name"
+
+// Config builds the MutatingWebhookConfiguration.
+func (r Registration) Config() *admissionregistrationv1.MutatingWebhookConfiguration {
+	cc := admissionregistrationv1.WebhookClientConfig{CABundle: r.CABundle}
+	if r.URL != "" {
+		cc.URL = ptr.To(r.URL)
+	} else {
+		cc.Service = &admissionregistrationv1.ServiceReference{Namespace: r.ServiceNamespace, Name: r.ServiceName}
+	}
+	selector := &metav1.LabelSelector{}
+	if r.OnlyNamespace != "" {
+		selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{r.OnlyNamespace}}}
+	} else if len(r.ExcludedNamespaces) > 0 {
+		selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: namespaceNameLabel, Operator: metav1.LabelSelectorOpNotIn, Values: r.ExcludedNamespaces}}
+	}
+	failure := r.FailurePolicy
+	if failure == "" {
+		failure = admissionregistrationv1.Ignore
+	}
+	return &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: r.ConfigName, Labels: r.Labels},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name:                    WebhookName,
+			AdmissionReviewVersions: []string{"v1", "v1beta1"},
+			ClientConfig:            cc,
+			Rules: []admissionregistrationv1.RuleWithOperations{
+				{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+				},
+				{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"autoscaling.k8s.io"}, APIVersions: []string{"*"}, Resources: []string{"verticalpodautoscalers"}, Scope: ptr.To(admissionregistrationv1.AllScopes)},
+				},
+			},
+			FailurePolicy:      &failure,
+			SideEffects:        ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:     ptr.To(r.TimeoutSeconds),
+			NamespaceSelector:  selector,
+			MatchPolicy:        ptr.To(admissionregistrationv1.Equivalent),
+			ReinvocationPolicy: ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			ObjectSelector:     &metav1.LabelSelector{},
+		}},
+	}
+}
+
+// Register creates the configuration or updates it in place when it differs.
+// It never deletes it, so there is no window without the webhook.
+func Register(ctx context.Context, client kubernetes.Interface, r Registration) error {
+	api := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	want := r.Config()
+	for attempt := 0; ; attempt++ {
+		have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: fieldManager})
+			if apierrors.IsAlreadyExists(err) && attempt < 3 {
+				continue
+			}
+			if err == nil {
+				klog.FromContext(ctx).Info("Created the MutatingWebhookConfiguration", "name", want.Name)
+			}
+			return wrap(err, "creating", want.Name)
+		}
+		if err != nil {
+			return wrap(err, "reading", want.Name)
+		}
+		if reflect.DeepEqual(have.Webhooks, want.Webhooks) && labelsContain(have.Labels, want.Labels) {
+			return nil
+		}
+		upd := have.DeepCopy()
+		upd.Webhooks = want.Webhooks
+		if len(want.Labels) > 0 && upd.Labels == nil {
+			upd.Labels = map[string]string{}
+		}
+		for k, v := range want.Labels {
+			upd.Labels[k] = v
+		}
+		_, err = api.Update(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+		if apierrors.IsConflict(err) && attempt < 3 {
+			continue
+		}
+		if err == nil {
+			klog.FromContext(ctx).Info("Updated the MutatingWebhookConfiguration", "name", want.Name)
+		}
+		return wrap(err, "updating", want.Name)
+	}
+}
+
+// PatchCABundle sets the caBundle of the vpa.k8s.io webhook in the named
+// configuration.
+func PatchCABundle(ctx context.Context, client kubernetes.Interface, configName string, ca []byte) error {
+	patch, err := json.Marshal(map[string]any{
+		"webhooks": []map[string]any{{"name": WebhookName, "clientConfig": map[string]any{"caBundle": ca}}},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, configName, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	return wrap(err, "patching the CA bundle of", configName)
+}
+
+const fieldManager = "vpa-admission-controller"
+
+func wrap(err error, verb, name string) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s MutatingWebhookConfiguration %s: %w", verb, name, err)
+}
+
+func labelsContain(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
