@@ -1,0 +1,477 @@
+// Package updater holds the updater's end-to-end tests: the vpa-updater
+// binary runs as a subprocess acting as the kube-system/vpa-updater
+// ServiceAccount (RBAC from deploy/rbac/updater.yaml), scoped to the test's
+// namespace, against the local control plane with KWOK nodes. Each test
+// writes the admission controller's status Lease itself (in its own
+// namespace) and sets VPA recommendations directly in the VPA status.
+package updater
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/e2e/framework"
+	"github.com/openvpa/openvpa/updater/inplace"
+)
+
+const leaseName = "vpa-admission-controller"
+
+type env struct {
+	c   *framework.Cluster
+	ns  string
+	vpa vpaclient.Interface
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	c := framework.Start(t)
+	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.RepoRoot, "deploy", "crds"))
+	c.Kubectl(t, "apply", "-f", filepath.Join(c.RepoRoot, "deploy", "rbac", "updater.yaml"))
+	ns := c.NewNamespace(t)
+	return &env{c: c, ns: ns, vpa: vpaclient.NewForConfigOrDie(c.Config)}
+}
+
+// runUpdater starts the updater scoped to the test namespace, reading the
+// status Lease from it.
+func (e *env) runUpdater(t *testing.T, extra ...string) *framework.Process {
+	t.Helper()
+	args := append([]string{
+		"--vpa-object-namespace=" + e.ns,
+		"--updater-interval=2s",
+		"--address=127.0.0.1:0",
+		"--admission-controller-status-lease-namespace=" + e.ns,
+		"--v=3",
+	}, extra...)
+	return e.c.RunComponent(t, framework.Component{
+		Binary:         e.c.BuildBinary(t, "./updater"),
+		Args:           args,
+		ServiceAccount: "kube-system/vpa-updater",
+	})
+}
+
+// writeLease creates or renews the admission controller's Lease; stale
+// back-dates it beyond the timeout.
+func (e *env) writeLease(t *testing.T, stale bool) {
+	t.Helper()
+	ctx := context.Background()
+	renew := metav1.NewMicroTime(time.Now())
+	if stale {
+		renew = metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	}
+	leases := e.c.Client.CoordinationV1().Leases(e.ns)
+	l, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
+	if err != nil {
+		holder := "test"
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, RenewTime: &renew},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	l.Spec.RenewTime = &renew
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// keepLeaseFresh renews the Lease every few seconds until the test ends.
+func (e *env) keepLeaseFresh(t *testing.T) {
+	e.writeLease(t, false)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		tick := time.NewTicker(5 * time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				renew := metav1.NewMicroTime(time.Now())
+				l, err := e.c.Client.CoordinationV1().Leases(e.ns).Get(ctx, leaseName, metav1.GetOptions{})
+				if err == nil {
+					l.Spec.RenewTime = &renew
+					_, _ = e.c.Client.CoordinationV1().Leases(e.ns).Update(ctx, l, metav1.UpdateOptions{})
+				}
+			}
+		}
+	}()
+}
+
+type vpaOpt func(*vpav1.VerticalPodAutoscaler)
+
+func withMinReplicas(n int32) vpaOpt {
+	return func(v *vpav1.VerticalPodAutoscaler) { v.Spec.UpdatePolicy.MinReplicas = &n }
+}
+
+func withRequirement(r vpav1.EvictionChangeRequirement, res ...corev1.ResourceName) vpaOpt {
+	return func(v *vpav1.VerticalPodAutoscaler) {
+		v.Spec.UpdatePolicy.EvictionRequirements = append(v.Spec.UpdatePolicy.EvictionRequirements,
+			&vpav1.EvictionRequirement{Resources: res, ChangeRequirement: r})
+	}
+}
+
+// createVPA creates a VPA for Deployment name and sets its recommendation
+// for container "app" to target (bounds ±10%).
+func (e *env) createVPA(t *testing.T, name string, mode vpav1.UpdateMode, cpu, mem string, opts ...vpaOpt) *vpav1.VerticalPodAutoscaler {
+	t.Helper()
+	ctx := context.Background()
+	v := &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: vpav1.VerticalPodAutoscalerSpec{
+			TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode},
+		},
+	}
+	for _, o := range opts {
+		o(v)
+	}
+	created, err := e.vpa.AutoscalingV1().VerticalPodAutoscalers(e.ns).Create(ctx, v, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.setRecommendation(t, created, cpu, mem)
+}
+
+func (e *env) setRecommendation(t *testing.T, v *vpav1.VerticalPodAutoscaler, cpu, mem string) *vpav1.VerticalPodAutoscaler {
+	t.Helper()
+	target := framework.Resources(cpu, mem)
+	scale := func(f float64) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for k, q := range target {
+			out[k] = *resourceScaled(q.MilliValue(), f, k)
+		}
+		return out
+	}
+	v.Status.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
+		ContainerName: "app", Target: target, LowerBound: scale(0.9), UpperBound: scale(1.1), UncappedTarget: target,
+	}}}
+	updated, err := e.vpa.AutoscalingV1().VerticalPodAutoscalers(e.ns).UpdateStatus(context.Background(), v, metav1.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return updated
+}
+
+func (e *env) pods(t *testing.T, app string) []corev1.Pod {
+	t.Helper()
+	list, err := e.c.Client.CoreV1().Pods(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: "app=" + app})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+func uids(pods []corev1.Pod) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, p := range pods {
+		out[p.UID] = true
+	}
+	return out
+}
+
+// events returns the reasons of the events about objects in the namespace.
+func (e *env) eventReasons(t *testing.T) map[string]int {
+	t.Helper()
+	list, err := e.c.Client.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, ev := range list.Items {
+		out[ev.Reason] += int(max(ev.Count, 1))
+	}
+	return out
+}
+
+// assertNoEviction watches for a while (several updater loops) that no
+// original pod disappears.
+func (e *env) assertNoEviction(t *testing.T, app string, original map[types.UID]bool, p *framework.Process) {
+	t.Helper()
+	// The updater logs one line per loop at --v=3 when it processes VPAs;
+	// wait for several loops through its log, then check the pods.
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, pod := range e.pods(t, app) {
+			if !original[pod.UID] {
+				t.Fatalf("pod %s was replaced; the updater must leave it alone\n%s", pod.Name, p.Log())
+			}
+		}
+		if n := len(e.pods(t, app)); n < len(original) {
+			t.Fatalf("%d of %d pods left; the updater must leave them alone", n, len(original))
+		}
+		time.Sleep(framework.PollInterval)
+	}
+	if r := e.eventReasons(t); r["EvictedByVPA"] > 0 {
+		t.Fatalf("EvictedByVPA events recorded: %v", r)
+	}
+}
+
+func resourceScaled(milli int64, f float64, name corev1.ResourceName) *resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return resource.NewMilliQuantity(int64(float64(milli)*f), resource.DecimalSI)
+	}
+	return resource.NewQuantity(int64(float64(milli)*f/1000), resource.BinarySI)
+}
+
+func lowRequests() []framework.Container {
+	return []framework.Container{{Name: "app", Requests: framework.Resources("50m", "50Mi")}}
+}
+
+func TestRecreateRollsDeploymentWithinPDB(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	const app = "web"
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: app, Replicas: 4, Containers: lowRequests()})
+	one := intstr.FromInt32(1)
+	_, err := e.c.Client.PolicyV1().PodDisruptionBudgets(e.ns).Create(context.Background(), &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: app},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := uids(e.c.WaitForPods(t, e.ns, "app="+app, 4, framework.PodReady))
+	// The PDB controller must have computed the budget before evictions.
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		pdb, err := e.c.Client.PolicyV1().PodDisruptionBudgets(e.ns).Get(context.Background(), app, metav1.GetOptions{})
+		return err == nil && pdb.Status.DisruptionsAllowed == 1, err
+	})
+	e.createVPA(t, app, vpav1.UpdateModeRecreate, "200m", "200Mi")
+	p := e.runUpdater(t)
+
+	// Every original pod gets evicted; at no observed moment are more than
+	// one of the four replicas unavailable.
+	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
+		pods := e.pods(t, app)
+		ready := 0
+		remaining := 0
+		for _, pod := range pods {
+			if pod.DeletionTimestamp == nil && framework.PodReady(&pod) {
+				ready++
+			}
+			if original[pod.UID] {
+				remaining++
+			}
+		}
+		if ready < 3 {
+			t.Fatalf("only %d of 4 pods ready: the PDB allows one unavailable\n%s", ready, p.Log())
+		}
+		return remaining == 0, fmt.Errorf("%d original pods left", remaining)
+	})
+	if r := e.eventReasons(t); r["EvictedByVPA"] < 4 || r["EvictedPod"] < 4 {
+		t.Errorf("events %v, want at least 4 EvictedByVPA and 4 EvictedPod", r)
+	}
+}
+
+func TestSingleReplicaNeedsMinReplicasOne(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "default", Containers: lowRequests()})
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "allowed", Containers: lowRequests()})
+	defaults := uids(e.c.WaitForPods(t, e.ns, "app=default", 1, framework.PodReady))
+	allowed := uids(e.c.WaitForPods(t, e.ns, "app=allowed", 1, framework.PodReady))
+	e.createVPA(t, "default", vpav1.UpdateModeRecreate, "200m", "200Mi")
+	e.createVPA(t, "allowed", vpav1.UpdateModeRecreate, "200m", "200Mi", withMinReplicas(1))
+	p := e.runUpdater(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		for _, pod := range e.pods(t, "allowed") {
+			if allowed[pod.UID] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	// By then the updater has run its loop over both VPAs many times.
+	for _, pod := range e.pods(t, "default") {
+		if !defaults[pod.UID] {
+			t.Fatalf("the 1-replica Deployment without minReplicas was evicted\n%s", p.Log())
+		}
+	}
+}
+
+func TestModesOffAndInitialAreNeverActedOn(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	for _, m := range []vpav1.UpdateMode{vpav1.UpdateModeOff, vpav1.UpdateModeInitial} {
+		name := strings.ToLower(string(m))
+		e.c.CreateDeployment(t, e.ns, framework.Workload{Name: name, Replicas: 2, Containers: lowRequests()})
+		e.createVPA(t, name, m, "200m", "200Mi")
+	}
+	// A Recreate VPA in the same namespace shows the updater is working.
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "recreate", Replicas: 2, Containers: lowRequests()})
+	e.createVPA(t, "recreate", vpav1.UpdateModeRecreate, "200m", "200Mi")
+	off := uids(e.c.WaitForPods(t, e.ns, "app=off", 2, framework.PodReady))
+	initial := uids(e.c.WaitForPods(t, e.ns, "app=initial", 2, framework.PodReady))
+	recreate := uids(e.c.WaitForPods(t, e.ns, "app=recreate", 2, framework.PodReady))
+	p := e.runUpdater(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		for _, pod := range e.pods(t, "recreate") {
+			if recreate[pod.UID] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for app, orig := range map[string]map[types.UID]bool{"off": off, "initial": initial} {
+		for _, pod := range e.pods(t, app) {
+			if !orig[pod.UID] {
+				t.Fatalf("a pod of the %s VPA was evicted\n%s", app, p.Log())
+			}
+		}
+	}
+}
+
+func TestNothingEvictedWhileLeaseIsStale(t *testing.T) {
+	e := setup(t)
+	e.writeLease(t, true)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests()})
+	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
+	e.createVPA(t, "web", vpav1.UpdateModeRecreate, "200m", "200Mi")
+	p := e.runUpdater(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		return strings.Count(p.Log(), "skipping this loop") >= 3, nil
+	})
+	e.assertNoEviction(t, "web", original, p)
+	// Once the Lease is fresh the same pods are evicted.
+	e.keepLeaseFresh(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		for _, pod := range e.pods(t, "web") {
+			if original[pod.UID] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func TestEvictionRequirementBlocksDownscale(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	high := []framework.Container{{Name: "app", Requests: framework.Resources("1", "1Gi")}}
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "blocked", Replicas: 2, Containers: high})
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "free", Replicas: 2, Containers: high})
+	blocked := uids(e.c.WaitForPods(t, e.ns, "app=blocked", 2, framework.PodReady))
+	free := uids(e.c.WaitForPods(t, e.ns, "app=free", 2, framework.PodReady))
+	e.createVPA(t, "blocked", vpav1.UpdateModeRecreate, "100m", "100Mi",
+		withRequirement(vpav1.TargetHigherThanRequests, corev1.ResourceCPU, corev1.ResourceMemory))
+	e.createVPA(t, "free", vpav1.UpdateModeRecreate, "100m", "100Mi")
+	p := e.runUpdater(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		for _, pod := range e.pods(t, "free") {
+			if free[pod.UID] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	for _, pod := range e.pods(t, "blocked") {
+		if !blocked[pod.UID] {
+			t.Fatalf("a downscale blocked by TargetHigherThanRequests was evicted\n%s", p.Log())
+		}
+	}
+}
+
+func TestInPlaceResizeKeepsUID(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests()})
+	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
+	e.createVPA(t, "web", vpav1.UpdateModeInPlace, "200m", "200Mi")
+	p := e.runUpdater(t)
+	want := framework.Resources("200m", "200Mi")
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		pods := e.pods(t, "web")
+		done := 0
+		for _, pod := range pods {
+			if !original[pod.UID] {
+				t.Fatalf("pod %s is new: InPlace must never evict\n%s", pod.Name, p.Log())
+			}
+			for _, st := range pod.Status.ContainerStatuses {
+				if st.Resources != nil && st.Resources.Requests.Cpu().Cmp(want[corev1.ResourceCPU]) == 0 &&
+					st.Resources.Requests.Memory().Cmp(want[corev1.ResourceMemory]) == 0 {
+					done++
+				}
+			}
+		}
+		return done == 2, fmt.Errorf("%d of 2 pods resized", done)
+	})
+	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] < 2 {
+		t.Errorf("events %v, want 2 InPlaceResizedByVPA", r)
+	}
+}
+
+func TestInPlaceOrRecreateFallsBackToEvictionWhenInfeasible(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests(),
+		Annotations: map[string]string{framework.AnnotationResize: framework.ResizeInfeasible}})
+	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
+	e.createVPA(t, "web", vpav1.UpdateModeInPlaceOrRecreate, "200m", "200Mi")
+	p := e.runUpdater(t)
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		for _, pod := range e.pods(t, "web") {
+			if original[pod.UID] {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	r := e.eventReasons(t)
+	if r["InPlaceResizedByVPA"] < 1 || r["EvictedByVPA"] < 2 {
+		t.Errorf("events %v, want an InPlaceResizedByVPA attempt then EvictedByVPA\n%s", r, p.Log())
+	}
+}
+
+func TestRestartedUpdaterDoesNotRepeatInfeasibleResize(t *testing.T) {
+	e := setup(t)
+	e.keepLeaseFresh(t)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests(),
+		Annotations: map[string]string{framework.AnnotationResize: framework.ResizeInfeasible}})
+	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
+	e.createVPA(t, "web", vpav1.UpdateModeInPlace, "200m", "200Mi")
+	p := e.runUpdater(t)
+	// Both pods get one resize attempt, reported infeasible and recorded.
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		marked := 0
+		for _, pod := range e.pods(t, "web") {
+			if rec, ok := inplace.Read(&pod); ok && rec.Infeasible {
+				marked++
+			}
+		}
+		return marked == 2, fmt.Errorf("%d of 2 pods recorded infeasible", marked)
+	})
+	p.Stop(t)
+	before := e.eventReasons(t)["InPlaceResizedByVPA"]
+
+	p2 := e.runUpdater(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		return e.eventReasons(t)["InPlaceResizeSkipped"] >= 2, nil
+	})
+	if after := e.eventReasons(t)["InPlaceResizedByVPA"]; after != before {
+		t.Fatalf("the restarted updater resized again (%d resize events, %d before the restart)\n%s", after, before, p2.Log())
+	}
+	for _, pod := range e.pods(t, "web") {
+		if !original[pod.UID] {
+			t.Fatalf("InPlace evicted pod %s", pod.Name)
+		}
+	}
+}
