@@ -1,0 +1,291 @@
+// Package app wires the recommender: options, clients, informers, the
+// target resolver, the loop, leader election and the health server.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	"k8s.io/utils/clock"
+
+	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/pkg/features"
+	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/leaderelection"
+	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/recommender/app/options"
+	"github.com/openvpa/openvpa/recommender/checkpoint"
+	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/input"
+	"github.com/openvpa/openvpa/recommender/loop"
+	"github.com/openvpa/openvpa/recommender/replay"
+)
+
+// Subcommand is a recommender subcommand, e.g. "replay".
+type Subcommand struct {
+	Name  string
+	Short string
+	Run   func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// Subcommands are dispatched by Main when the first argument names one.
+// Other packages' commands (replay, explain) are added here.
+var Subcommands = []Subcommand{
+	{Name: "replay", Short: "Replay a usage trace through the recommender and updater policy", Run: RunReplay},
+}
+
+// RunReplay is the `vpa-recommender replay` subcommand (docs/replay.md).
+func RunReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return replay.Run(ctx, args, stdout, stderr)
+}
+
+// Main runs the recommender, or the subcommand named by args[0].
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		for _, sc := range Subcommands {
+			if args[0] == sc.Name {
+				return sc.Run(ctx, args[1:], stdout, stderr)
+			}
+		}
+	}
+	o := options.NewOptions()
+	fs := pflag.NewFlagSet("vpa-recommender", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o.AddFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: vpa-recommender [flags]\n       vpa-recommender <subcommand> [args]\n\nSubcommands:\n")
+		for _, sc := range Subcommands {
+			fmt.Fprintf(stderr, "  %-10s %s\n", sc.Name, sc.Short)
+		}
+		fmt.Fprintf(stderr, "\nFlags:\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	return Run(ctx, o)
+}
+
+// Run runs the recommender until ctx is cancelled or leadership is lost.
+func Run(ctx context.Context, o *options.Options) error {
+	logger := klog.FromContext(ctx)
+	for _, w := range o.Warnings() {
+		logger.Info("Warning: " + w)
+	}
+	cfg, err := o.Client.RESTConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	vpaClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	metrics, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	est, err := estimator.New(o.Estimator, o.EstimatorConfig())
+	if err != nil {
+		return err
+	}
+
+	reg := healthserver.NewRegistry()
+	prom := loop.NewMetrics(reg)
+	clk := clock.RealClock{}
+	loopHealth := healthserver.NewLoopHealth(clk, o.RecommenderInterval)
+	var ready atomic.Bool
+	hs := healthserver.Options{
+		Address:   o.Address,
+		Registry:  reg,
+		Profiling: o.Profiling,
+		Liveness: []healthserver.Check{{Name: "loop", Func: func() error {
+			if !ready.Load() {
+				return nil // not leading yet, or still syncing
+			}
+			return loopHealth.Check()
+		}}},
+		Readiness: []healthserver.Check{
+			{Name: "informers", Func: func() error {
+				if !ready.Load() {
+					return errors.New("informers not synced or not leading")
+				}
+				return nil
+			}},
+			{Name: "crds", Func: crdCheck(kube)},
+		},
+	}
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("health server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		// leaderelection.Run may return before the leading function does (the
+		// elector runs it in a goroutine), so wait for it here: a graceful
+		// shutdown must finish writing checkpoints before the process exits.
+		started, finished := make(chan struct{}), make(chan struct{})
+		var leadErr error
+		err := leaderelection.Run(gctx, o.LeaderElection, kube, func(lctx context.Context) error {
+			close(started)
+			defer close(finished)
+			// Checkpoints are written at the end only when gctx ended (a
+			// graceful shutdown), not when the lease was lost: another
+			// replica may be writing already.
+			leadErr = lead(lctx, gctx, o, kube, vpaClient, metrics, est, prom, loopHealth, &ready, clk)
+			return leadErr
+		})
+		select {
+		case <-started:
+			select {
+			case <-finished:
+			case <-time.After(o.CheckpointsTimeout + 10*time.Second):
+				return errors.New("the recommender did not stop in time")
+			}
+		default:
+		}
+		if leadErr != nil {
+			return leadErr
+		}
+		return err
+	})
+	err = g.Wait()
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// lead runs the recommender while this replica holds the lease.
+func lead(ctx, root context.Context, o *options.Options, kube kubernetes.Interface, vpaClient versioned.Interface,
+	metrics metricsclient.Interface, est estimator.Estimator, prom *loop.Metrics, lh *healthserver.LoopHealth,
+	ready *atomic.Bool, clk clock.WithTicker) error {
+	logger := klog.FromContext(ctx)
+	nsFilter := o.Namespaces.Filter()
+	watchNS := nsFilter.WatchNamespace()
+	oom := input.NewOOMObserver()
+	inf, err := input.NewInformers(kube, vpaClient, watchNS, oom)
+	if err != nil {
+		return err
+	}
+	restCfg, err := o.Client.RESTConfig()
+	if err != nil {
+		return err
+	}
+	resolver, err := target.NewForConfig(restCfg, kube.Discovery(), inf.Kube, target.Options{})
+	if err != nil {
+		return err
+	}
+	inf.Start(ctx)
+	logger.Info("Waiting for informer caches")
+	if err := inf.WaitForSync(ctx); err != nil {
+		return err
+	}
+	store := checkpoint.NewStore(vpaClient)
+	rec := loop.New(loop.Config{
+		RecommenderName:          o.RecommenderName,
+		Namespaces:               nsFilter,
+		Interval:                 o.RecommenderInterval,
+		CheckpointsGCInterval:    o.CheckpointsGCInterval,
+		CheckpointsTimeout:       o.CheckpointsTimeout,
+		CheckpointsWriteInterval: o.CheckpointsWriteInterval,
+		Workers:                  o.UpdateWorkerCount,
+		PerVPAConfig:             o.FeatureGates.Enabled(features.PerVPAConfig),
+		Model:                    &o.Model,
+	}, loop.Deps{
+		VPAs:        inf.VPALister,
+		Pods:        inf.PodLister,
+		Resolver:    resolver,
+		Metrics:     input.NewMetricsServer(metrics, watchNS),
+		OOMs:        oom.Drain,
+		Checkpoints: store,
+		Status:      loop.APIStatusWriter{Client: vpaClient},
+		Estimator:   est,
+		Clock:       clk,
+		Prom:        prom,
+		OnLoop:      lh.MarkLoop,
+	})
+	if err := rec.Restore(ctx); err != nil {
+		// Without the saved history the first statuses would regress; retry
+		// on the next start rather than overwrite good checkpoints.
+		return fmt.Errorf("restoring checkpoints: %w", err)
+	}
+	lh.MarkLoop()
+	ready.Store(true)
+	defer ready.Store(false)
+	logger.Info("Recommender started", "interval", o.RecommenderInterval, "estimator", est.Name())
+	if err := rec.Run(ctx); err != nil {
+		return err
+	}
+	if root.Err() != nil {
+		// Graceful shutdown: save everything, bounded by the checkpoint timeout.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.CheckpointsTimeout)
+		defer cancel()
+		if err := rec.WriteAllCheckpoints(wctx); err != nil {
+			logger.Error(err, "Writing checkpoints on shutdown")
+		} else {
+			logger.Info("Wrote all checkpoints on shutdown")
+		}
+	}
+	return nil
+}
+
+// crdCheck reports whether the API server serves both kinds, through
+// discovery (no extra RBAC needed).
+func crdCheck(kube kubernetes.Interface) func() error {
+	var ok atomic.Bool
+	return func() error {
+		if ok.Load() {
+			return nil
+		}
+		l, err := kube.Discovery().ServerResourcesForGroupVersion("autoscaling.k8s.io/v1")
+		if err != nil {
+			return fmt.Errorf("discovering autoscaling.k8s.io/v1: %w", err)
+		}
+		found := map[string]bool{}
+		for _, r := range l.APIResources {
+			found[r.Name] = true
+		}
+		for _, name := range []string{"verticalpodautoscalers", "verticalpodautoscalercheckpoints"} {
+			if !found[name] {
+				return fmt.Errorf("resource %s.autoscaling.k8s.io is not served", name)
+			}
+		}
+		ok.Store(true)
+		return nil
+	}
+}
+
+// Exit is a convenience for main: it prints err and returns the exit code.
+func Exit(err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "vpa-recommender:", err)
+	return 1
+}

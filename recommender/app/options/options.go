@@ -1,0 +1,319 @@
+// Package options holds the recommender's command-line options: every flag of
+// upstream VPA's recommender with the same name and default, plus OpenVPA's
+// own (--checkpoints-write-interval, --estimator).
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/component-base/featuregate"
+	"k8s.io/klog/v2"
+
+	"github.com/openvpa/openvpa/pkg/features"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
+	"github.com/openvpa/openvpa/pkg/leaderelection"
+	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// Storage modes of --storage.
+const (
+	StorageCheckpoint = "checkpoint"
+	StoragePrometheus = "prometheus"
+)
+
+// LeaseName is the recommender's leader election lease.
+const LeaseName = "vpa-recommender-lease"
+
+// Prometheus holds the history-provider flags (--storage=prometheus).
+type Prometheus struct {
+	Address                 string
+	Insecure                bool
+	CadvisorJobName         string
+	HistoryLength           string
+	HistoryResolution       string
+	CPUMetric               string
+	MemoryMetric            string
+	QueryTimeout            string
+	PodLabelPrefix          string
+	MetricForPodLabels      string
+	PodNamespaceLabel       string
+	PodNameLabel            string
+	ContainerNamespaceLabel string
+	ContainerPodNameLabel   string
+	ContainerNameLabel      string
+	Username                string
+	Password                string
+	BearerToken             string
+	BearerTokenFile         string
+}
+
+// Options are the recommender's settings.
+type Options struct {
+	Client         kubeclient.Options
+	Namespaces     namespaces.Options
+	LeaderElection leaderelection.Options
+	FeatureGates   featuregate.MutableFeatureGate
+
+	RecommenderName          string
+	RecommenderInterval      time.Duration
+	CheckpointsGCInterval    time.Duration
+	CheckpointsTimeout       time.Duration
+	CheckpointsWriteInterval time.Duration
+	MinCheckpoints           int
+	UpdateWorkerCount        int
+	Address                  string
+	Profiling                bool
+	Storage                  string
+	MemorySaver              bool
+	Estimator                string
+
+	// Estimation tunables (recommendation-margin-fraction, percentiles, ...).
+	Estimation estimator.Config
+	// Model tunables (half-lives, memory windows, OOM bump).
+	Model model.Config
+
+	MaxAllowedCPU    string
+	MaxAllowedMemory string
+
+	UseExternalMetrics          bool
+	ExternalMetricsCPUMetric    string
+	ExternalMetricsMemoryMetric string
+
+	Prometheus Prometheus
+
+	// goflags holds klog's flags.
+	goflags *flag.FlagSet
+}
+
+// NewOptions returns upstream's defaults.
+func NewOptions() *Options {
+	return &Options{
+		Client:                   kubeclient.NewOptions("vpa-recommender"),
+		LeaderElection:           leaderelection.NewOptions(LeaseName),
+		FeatureGates:             features.NewGate(),
+		RecommenderName:          "default",
+		RecommenderInterval:      time.Minute,
+		CheckpointsGCInterval:    10 * time.Minute,
+		CheckpointsTimeout:       time.Minute,
+		CheckpointsWriteInterval: 10 * time.Minute,
+		MinCheckpoints:           10,
+		UpdateWorkerCount:        10,
+		Address:                  ":8942",
+		Estimator:                estimator.PercentileName,
+		Estimation:               estimator.DefaultConfig(),
+		Model:                    *model.DefaultConfig(),
+		Prometheus: Prometheus{
+			Address:                 "http://prometheus.monitoring.svc",
+			CadvisorJobName:         "kubernetes-cadvisor",
+			HistoryLength:           "8d",
+			HistoryResolution:       "1h",
+			CPUMetric:               "container_cpu_usage_seconds_total",
+			MemoryMetric:            "container_memory_working_set_bytes",
+			QueryTimeout:            "5m",
+			PodLabelPrefix:          "pod_label_",
+			MetricForPodLabels:      `up{job="kubernetes-pods"}`,
+			PodNamespaceLabel:       "kubernetes_namespace",
+			PodNameLabel:            "kubernetes_pod_name",
+			ContainerNamespaceLabel: "namespace",
+			ContainerPodNameLabel:   "pod_name",
+			ContainerNameLabel:      "name",
+			Username:                os.Getenv("PROMETHEUS_USERNAME"),
+			Password:                os.Getenv("PROMETHEUS_PASSWORD"),
+		},
+	}
+}
+
+// AddFlags registers every flag on fs, klog's included.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.Client.AddFlags(fs)
+	o.Namespaces.AddFlags(fs)
+	o.LeaderElection.AddFlags(fs)
+	features.AddFlag(fs, o.FeatureGates)
+
+	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "Set the recommender name. Recommender will generate recommendations for VPAs that configure the same recommender name. If the recommender name is left as default it will also generate recommendations that don't explicitly specify recommender.")
+	fs.DurationVar(&o.RecommenderInterval, "recommender-interval", o.RecommenderInterval, "How often metrics should be fetched")
+	fs.DurationVar(&o.CheckpointsGCInterval, "checkpoints-gc-interval", o.CheckpointsGCInterval, "How often orphaned checkpoints should be garbage collected")
+	fs.DurationVar(&o.CheckpointsTimeout, "checkpoints-timeout", o.CheckpointsTimeout, "Timeout for writing checkpoints since the start of the recommender's main loop")
+	fs.DurationVar(&o.CheckpointsWriteInterval, "checkpoints-write-interval", o.CheckpointsWriteInterval, "How often each VPA's checkpoints are written; writes are spread evenly over the interval, and all are written on graceful shutdown")
+	fs.IntVar(&o.MinCheckpoints, "min-checkpoints", o.MinCheckpoints, "Minimum number of checkpoints to write per recommender's main loop. DEPRECATED: has no effect; --update-worker-count bounds concurrent writes.")
+	fs.IntVar(&o.UpdateWorkerCount, "update-worker-count", o.UpdateWorkerCount, "Number of concurrent workers to update VPA recommendations and checkpoints. When increasing this setting, make sure the client-side rate limits (kube-api-qps and kube-api-burst) are either increased or turned off as well.")
+	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics and health endpoints.")
+	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
+	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
+	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
+	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain) or "peak"`)
+
+	e := &o.Estimation
+	fs.Float64Var(&e.MarginFraction, "recommendation-margin-fraction", e.MarginFraction, "Fraction of usage added as the safety margin to the recommended request")
+	fs.Float64Var(&e.PodMinCPUMillicores, "pod-recommendation-min-cpu-millicores", e.PodMinCPUMillicores, "Minimum CPU recommendation for a pod")
+	fs.Float64Var(&e.PodMinMemoryMb, "pod-recommendation-min-memory-mb", e.PodMinMemoryMb, "Minimum memory recommendation for a pod")
+	fs.Float64Var(&e.TargetCPUPercentile, "target-cpu-percentile", e.TargetCPUPercentile, "CPU usage percentile that will be used as a base for CPU target recommendation. Doesn't affect CPU lower bound, CPU upper bound nor memory recommendations.")
+	fs.Float64Var(&e.LowerBoundCPUPercentile, "recommendation-lower-bound-cpu-percentile", e.LowerBoundCPUPercentile, "CPU usage percentile that will be used for the lower bound on CPU recommendation.")
+	fs.Float64Var(&e.UpperBoundCPUPercentile, "recommendation-upper-bound-cpu-percentile", e.UpperBoundCPUPercentile, "CPU usage percentile that will be used for the upper bound on CPU recommendation.")
+	fs.DurationVar(&e.ConfidenceIntervalCPU, "confidence-interval-cpu", e.ConfidenceIntervalCPU, "The time interval used for computing the confidence multiplier for the CPU lower and upper bound. Default: 24h")
+	fs.Float64Var(&e.TargetMemoryPercentile, "target-memory-percentile", e.TargetMemoryPercentile, "Memory usage percentile that will be used as a base for memory target recommendation. Doesn't affect memory lower bound nor memory upper bound.")
+	fs.Float64Var(&e.LowerBoundMemoryPercentile, "recommendation-lower-bound-memory-percentile", e.LowerBoundMemoryPercentile, "Memory usage percentile that will be used for the lower bound on memory recommendation.")
+	fs.Float64Var(&e.UpperBoundMemoryPercentile, "recommendation-upper-bound-memory-percentile", e.UpperBoundMemoryPercentile, "Memory usage percentile that will be used for the upper bound on memory recommendation.")
+	fs.DurationVar(&e.ConfidenceIntervalMemory, "confidence-interval-memory", e.ConfidenceIntervalMemory, "The time interval used for computing the confidence multiplier for the memory lower and upper bound. Default: 24h")
+	fs.BoolVar(&e.HumanizeMemory, "humanize-memory", e.HumanizeMemory, "DEPRECATED: Convert memory values in recommendations to the highest appropriate SI unit with up to 2 decimal places for better readability.")
+	fs.IntVar(&e.RoundCPUMillicores, "round-cpu-millicores", e.RoundCPUMillicores, "CPU recommendation rounding factor in millicores. The CPU value will always be rounded up to the nearest multiple of this factor.")
+	fs.IntVar(&e.RoundMemoryBytes, "round-memory-bytes", e.RoundMemoryBytes, "Memory recommendation rounding factor in bytes. The Memory value will always be rounded up to the nearest multiple of this factor.")
+	fs.BoolVar(&e.CPUIntegerPostProcessorEnabled, "cpu-integer-post-processor-enabled", e.CPUIntegerPostProcessorEnabled, "Enable the cpu-integer recommendation post processor. The post processor will round up CPU recommendations to a whole CPU for pods which were opted in by setting an appropriate label on VPA object (experimental)")
+	fs.StringVar(&o.MaxAllowedCPU, "container-recommendation-max-allowed-cpu", o.MaxAllowedCPU, "Maximum amount of CPU that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
+	fs.StringVar(&o.MaxAllowedMemory, "container-recommendation-max-allowed-memory", o.MaxAllowedMemory, "Maximum amount of memory that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
+
+	m := &o.Model
+	fs.DurationVar(&m.MemoryAggregationInterval, "memory-aggregation-interval", m.MemoryAggregationInterval, "The length of a single interval, for which the peak memory usage is computed. Memory usage peaks are aggregated in multiples of this interval. In other words there is one memory usage sample per interval (the maximum usage over that interval)")
+	fs.Int64Var(&m.MemoryAggregationIntervalCount, "memory-aggregation-interval-count", m.MemoryAggregationIntervalCount, "The number of consecutive memory-aggregation-intervals which make up the MemoryAggregationWindowLength which in turn is the period for memory usage aggregation by VPA. In other words, `MemoryAggregationWindowLength = memory-aggregation-interval * memory-aggregation-interval-count`.")
+	fs.DurationVar(&m.MemoryHistogramDecayHalfLife, "memory-histogram-decay-half-life", m.MemoryHistogramDecayHalfLife, "The amount of time it takes a historical memory usage sample to lose half of its weight. In other words, a fresh usage sample is twice as 'important' as one with age equal to the half life period.")
+	fs.DurationVar(&m.CPUHistogramDecayHalfLife, "cpu-histogram-decay-half-life", m.CPUHistogramDecayHalfLife, "The amount of time it takes a historical CPU usage sample to lose half of its weight.")
+	fs.Float64Var(&m.OOMBumpUpRatio, "oom-bump-up-ratio", m.OOMBumpUpRatio, "Default memory bump up ratio when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
+	fs.Float64Var(&m.OOMMinBumpUpBytes, "oom-min-bump-up-bytes", m.OOMMinBumpUpBytes, "Default minimal increase of memory (in bytes) when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
+
+	fs.BoolVar(&o.UseExternalMetrics, "use-external-metrics", o.UseExternalMetrics, "ALPHA.  Use an external metrics provider instead of metrics_server.")
+	fs.StringVar(&o.ExternalMetricsCPUMetric, "external-metrics-cpu-metric", o.ExternalMetricsCPUMetric, "ALPHA.  Metric to use with external metrics provider for CPU usage.")
+	fs.StringVar(&o.ExternalMetricsMemoryMetric, "external-metrics-memory-metric", o.ExternalMetricsMemoryMetric, "ALPHA.  Metric to use with external metrics provider for memory usage.")
+
+	p := &o.Prometheus
+	fs.StringVar(&p.Address, "prometheus-address", p.Address, "Where to reach for Prometheus metrics")
+	fs.BoolVar(&p.Insecure, "prometheus-insecure", p.Insecure, "Skip tls verify if https is used in the prometheus-address")
+	fs.StringVar(&p.CadvisorJobName, "prometheus-cadvisor-job-name", p.CadvisorJobName, "Name of the prometheus job name which scrapes the cAdvisor metrics")
+	fs.StringVar(&p.HistoryLength, "history-length", p.HistoryLength, "How much time back prometheus have to be queried to get historical metrics")
+	fs.StringVar(&p.HistoryResolution, "history-resolution", p.HistoryResolution, "Resolution at which Prometheus is queried for historical metrics")
+	fs.StringVar(&p.QueryTimeout, "prometheus-query-timeout", p.QueryTimeout, "How long to wait before killing long queries")
+	fs.StringVar(&p.CPUMetric, "history-cpu-metric", p.CPUMetric, "Prometheus metric used for CPU usage")
+	fs.StringVar(&p.MemoryMetric, "history-memory-metric", p.MemoryMetric, "Prometheus metric used for memory usage")
+	fs.StringVar(&p.PodLabelPrefix, "pod-label-prefix", p.PodLabelPrefix, "Which prefix to look for pod labels in metrics")
+	fs.StringVar(&p.MetricForPodLabels, "metric-for-pod-labels", p.MetricForPodLabels, "Which metric to look for pod labels in metrics")
+	fs.StringVar(&p.PodNamespaceLabel, "pod-namespace-label", p.PodNamespaceLabel, "Label name to look for pod namespaces")
+	fs.StringVar(&p.PodNameLabel, "pod-name-label", p.PodNameLabel, "Label name to look for pod names")
+	fs.StringVar(&p.ContainerNamespaceLabel, "container-namespace-label", p.ContainerNamespaceLabel, "Label name to look for container namespaces")
+	fs.StringVar(&p.ContainerPodNameLabel, "container-pod-name-label", p.ContainerPodNameLabel, "Label name to look for container pod names")
+	fs.StringVar(&p.ContainerNameLabel, "container-name-label", p.ContainerNameLabel, "Label name to look for container names")
+	fs.StringVar(&p.Username, "username", p.Username, "The username used in the prometheus server basic auth. Can also be set via the PROMETHEUS_USERNAME environment variable")
+	fs.StringVar(&p.Password, "password", p.Password, "The password used in the prometheus server basic auth. Can also be set via the PROMETHEUS_PASSWORD environment variable")
+	fs.StringVar(&p.BearerToken, "prometheus-bearer-token", p.BearerToken, "The bearer token used in the Prometheus server bearer token auth")
+	fs.StringVar(&p.BearerTokenFile, "prometheus-bearer-token-file", p.BearerTokenFile, "Path to the bearer token file used for authentication by the Prometheus server")
+
+	o.goflags = flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(o.goflags)
+	// Upstream's recommender forces these klog defaults.
+	_ = o.goflags.Set("v", "4")
+	_ = o.goflags.Set("stderrthreshold", "info")
+	if f := o.goflags.Lookup("v"); f != nil {
+		f.DefValue = "4"
+	}
+	if f := o.goflags.Lookup("stderrthreshold"); f != nil {
+		f.DefValue = "INFO"
+	}
+	fs.AddGoFlagSet(o.goflags)
+}
+
+// Validate reports every invalid option at once.
+func (o *Options) Validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	add(o.Client.Validate())
+	add(o.Namespaces.Validate())
+	add(o.LeaderElection.Validate())
+	add(o.Estimation.Validate())
+	add(o.Model.Validate())
+	if o.RecommenderName == "" {
+		add(errors.New("--recommender-name must not be empty"))
+	}
+	for name, d := range map[string]time.Duration{
+		"--recommender-interval":       o.RecommenderInterval,
+		"--checkpoints-gc-interval":    o.CheckpointsGCInterval,
+		"--checkpoints-timeout":        o.CheckpointsTimeout,
+		"--checkpoints-write-interval": o.CheckpointsWriteInterval,
+	} {
+		if d <= 0 {
+			add(fmt.Errorf("%s must be positive, got %v", name, d))
+		}
+	}
+	if o.UpdateWorkerCount < 1 {
+		add(fmt.Errorf("--update-worker-count must be at least 1, got %d", o.UpdateWorkerCount))
+	}
+	switch o.Storage {
+	case "", StorageCheckpoint:
+	case StoragePrometheus:
+		add(errors.New("--storage=prometheus: the Prometheus history provider is not available in this build; use checkpoint storage"))
+	default:
+		add(fmt.Errorf("--storage must be %q or %q, got %q", StorageCheckpoint, StoragePrometheus, o.Storage))
+	}
+	if o.UseExternalMetrics {
+		add(errors.New("--use-external-metrics: the external metrics source is not available in this build; metrics-server is used"))
+	}
+	if _, err := estimator.New(o.Estimator, o.Estimation); err != nil {
+		add(fmt.Errorf("--estimator: %w", err))
+	}
+	if _, err := o.MaxAllowed(); err != nil {
+		add(err)
+	}
+	p := o.Prometheus
+	auth := 0
+	for _, set := range []bool{p.Username != "" || p.Password != "", p.BearerToken != "", p.BearerTokenFile != ""} {
+		if set {
+			auth++
+		}
+	}
+	if auth > 1 {
+		add(errors.New("--username/--password, --prometheus-bearer-token and --prometheus-bearer-token-file are mutually exclusive"))
+	}
+	return errors.Join(errs...)
+}
+
+// Warnings returns notes about deprecated flags that are set.
+func (o *Options) Warnings() []string {
+	var w []string
+	if o.MinCheckpoints != 10 {
+		w = append(w, "--min-checkpoints is deprecated and has no effect")
+	}
+	if o.Estimation.HumanizeMemory {
+		w = append(w, "--humanize-memory is deprecated")
+	}
+	return w
+}
+
+// MaxAllowed parses --container-recommendation-max-allowed-cpu and -memory.
+func (o *Options) MaxAllowed() (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for name, v := range map[corev1.ResourceName]string{corev1.ResourceCPU: o.MaxAllowedCPU, corev1.ResourceMemory: o.MaxAllowedMemory} {
+		if strings.TrimSpace(v) == "" {
+			continue
+		}
+		q, err := resource.ParseQuantity(v)
+		if err != nil {
+			return nil, fmt.Errorf("--container-recommendation-max-allowed-%s: %w", name, err)
+		}
+		out[name] = q
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// EstimatorConfig returns the estimation settings with the global max-allowed
+// values applied.
+func (o *Options) EstimatorConfig() estimator.Config {
+	cfg := o.Estimation
+	if m, err := o.MaxAllowed(); err == nil {
+		cfg.MaxAllowed = m
+	}
+	return cfg
+}

@@ -1,0 +1,154 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// FieldManager names the recommender in managedFields.
+const FieldManager = "vpa-recommender"
+
+// Name returns the checkpoint object name of a VPA's container.
+func Name(vpaName, container string) string {
+	return vpaName + "-" + container
+}
+
+// Key identifies the checkpoint of one container of one VPA.
+type Key struct {
+	Namespace string
+	VPA       string
+	Container string
+}
+
+// KeyOf returns the key of a checkpoint object.
+func KeyOf(cp *vpav1.VerticalPodAutoscalerCheckpoint) Key {
+	return Key{Namespace: cp.Namespace, VPA: cp.Spec.VPAObjectName, Container: cp.Spec.ContainerName}
+}
+
+// Store reads and writes checkpoints through the API.
+type Store struct {
+	client versioned.Interface
+}
+
+// NewStore returns a Store using client.
+func NewStore(client versioned.Interface) *Store {
+	return &Store{client: client}
+}
+
+// Write saves status as the checkpoint of k: a JSON patch replacing /status,
+// or a Create when the checkpoint does not exist.
+func (s *Store) Write(ctx context.Context, k Key, status vpav1.VerticalPodAutoscalerCheckpointStatus) error {
+	api := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(k.Namespace)
+	name := Name(k.VPA, k.Container)
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/status", "value": status}})
+	if err != nil {
+		return fmt.Errorf("encoding checkpoint %s/%s: %w", k.Namespace, name, err)
+	}
+	_, err = api.Patch(ctx, name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		cp := &vpav1.VerticalPodAutoscalerCheckpoint{
+			ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: name},
+			Spec:       vpav1.VerticalPodAutoscalerCheckpointSpec{VPAObjectName: k.VPA, ContainerName: k.Container},
+			Status:     status,
+		}
+		_, err = api.Create(ctx, cp, metav1.CreateOptions{FieldManager: FieldManager})
+	}
+	if err != nil {
+		return fmt.Errorf("writing checkpoint %s/%s: %w", k.Namespace, name, err)
+	}
+	return nil
+}
+
+// List returns the checkpoints in namespace ("" for all namespaces).
+func (s *Store) List(ctx context.Context, namespace string) ([]vpav1.VerticalPodAutoscalerCheckpoint, error) {
+	l, err := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing checkpoints: %w", err)
+	}
+	return l.Items, nil
+}
+
+// Delete removes a checkpoint object; one already gone is not an error.
+func (s *Store) Delete(ctx context.Context, namespace, name string) error {
+	err := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting checkpoint %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// Restored is one decoded checkpoint.
+type Restored struct {
+	Key       Key
+	Aggregate *model.AggregateState
+	// LastUpdate is when the checkpoint was written (zero if unknown).
+	LastUpdate time.Time
+}
+
+// Restore decodes checkpoints; cfgFor gives the model configuration of each
+// key (nil means the default). Corrupt checkpoints are returned as errors and
+// left out; the caller logs them and overwrites them at the next write.
+func Restore(cps []vpav1.VerticalPodAutoscalerCheckpoint, cfgFor func(Key) *model.Config, now time.Time) ([]Restored, []error) {
+	var out []Restored
+	var errs []error
+	for i := range cps {
+		cp := &cps[i]
+		k := KeyOf(cp)
+		if k.VPA == "" || k.Container == "" {
+			errs = append(errs, fmt.Errorf("checkpoint %s/%s has no VPA or container name", cp.Namespace, cp.Name))
+			continue
+		}
+		var cfg *model.Config
+		if cfgFor != nil {
+			cfg = cfgFor(k)
+		}
+		a, err := model.RestoreCheckpoint(cfg, &cp.Status, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("checkpoint %s/%s: %w", cp.Namespace, cp.Name, err))
+			continue
+		}
+		out = append(out, Restored{Key: k, Aggregate: a, LastUpdate: cp.Status.LastUpdateTime.Time})
+	}
+	return out, errs
+}
+
+// GarbageCollect lists the checkpoints of namespace ("" for all) and deletes
+// those keep rejects. It returns the deleted keys and the joined errors; a
+// failed deletion does not stop the others.
+func (s *Store) GarbageCollect(ctx context.Context, namespace string, keep func(*vpav1.VerticalPodAutoscalerCheckpoint) bool) ([]Key, error) {
+	cps, err := s.List(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []Key
+	var errs []error
+	for i := range cps {
+		cp := &cps[i]
+		if keep(cp) {
+			continue
+		}
+		if err := s.Delete(ctx, cp.Namespace, cp.Name); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		deleted = append(deleted, KeyOf(cp))
+	}
+	return deleted, joinErrors(errs)
+}
+
+func joinErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d checkpoint deletions failed, first: %w", len(errs), errs[0])
+}

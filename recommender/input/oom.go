@@ -1,0 +1,172 @@
+package input
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// OOMBufferSize is how many OOM events wait for the loop before new ones are
+// dropped, as upstream.
+const OOMBufferSize = 5000
+
+// OOM is one out-of-memory kill of a container.
+type OOM struct {
+	Pod       types.NamespacedName
+	Container string
+	Time      time.Time
+	// Memory is the container's memory request (for a pod status transition)
+	// or its usage (for an eviction), in bytes.
+	Memory model.ResourceAmount
+}
+
+// OOMObserver turns pod status transitions and Evicted events into OOMs.
+type OOMObserver struct {
+	ch chan OOM
+}
+
+// NewOOMObserver returns an observer with a buffer of OOMBufferSize.
+func NewOOMObserver() *OOMObserver {
+	return &OOMObserver{ch: make(chan OOM, OOMBufferSize)}
+}
+
+func (o *OOMObserver) send(e OOM) {
+	select {
+	case o.ch <- e:
+	default: // the buffer is full: the loop is far behind; drop, as upstream
+	}
+}
+
+// Drain returns the OOMs observed since the last call, without blocking.
+func (o *OOMObserver) Drain() []OOM {
+	var out []OOM
+	for {
+		select {
+		case e := <-o.ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// OnPodUpdate is the pod informer's update handler.
+func (o *OOMObserver) OnPodUpdate(oldObj, newObj any) {
+	oldPod, ok1 := oldObj.(*corev1.Pod)
+	newPod, ok2 := newObj.(*corev1.Pod)
+	if !ok1 || !ok2 {
+		return
+	}
+	for _, e := range PodOOMs(oldPod, newPod) {
+		o.send(e)
+	}
+}
+
+// PodOOMs compares two versions of a pod and returns the OOM kills the second
+// one reveals:
+//   - a container now terminated with reason OOMKilled that was not
+//     terminated before, or whose restart count grew;
+//   - a container running in both whose restart count grew and whose last
+//     termination was OOMKilled (the memory request is read from the old pod).
+func PodOOMs(oldPod, newPod *corev1.Pod) []OOM {
+	oldStatuses := map[string]*corev1.ContainerStatus{}
+	for i := range oldPod.Status.ContainerStatuses {
+		s := &oldPod.Status.ContainerStatuses[i]
+		oldStatuses[s.Name] = s
+	}
+	id := types.NamespacedName{Namespace: newPod.Namespace, Name: newPod.Name}
+	var out []OOM
+	for i := range newPod.Status.ContainerStatuses {
+		cur := &newPod.Status.ContainerStatuses[i]
+		old, ok := oldStatuses[cur.Name]
+		if !ok {
+			continue
+		}
+		if t := cur.State.Terminated; t != nil && t.Reason == "OOMKilled" &&
+			(old.State.Terminated == nil || cur.RestartCount > old.RestartCount) {
+			if mem, ok := memoryRequest(newPod, cur.Name); ok {
+				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: mem})
+			}
+			continue
+		}
+		if old.State.Running != nil && cur.State.Running != nil && cur.RestartCount > old.RestartCount {
+			if t := cur.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
+				if mem, ok := memoryRequest(oldPod, cur.Name); ok {
+					out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: mem})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// memoryRequest returns a container's memory request: the actuated one from
+// its status when reported, else the spec's.
+func memoryRequest(pod *corev1.Pod, container string) (model.ResourceAmount, bool) {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container && s.Resources != nil {
+			if q, ok := s.Resources.Requests[corev1.ResourceMemory]; ok {
+				return model.ResourceAmount(q.Value()), true
+			}
+		}
+	}
+	for _, c := range pod.Spec.Containers {
+		if c.Name == container {
+			q := c.Resources.Requests[corev1.ResourceMemory]
+			return model.ResourceAmount(q.Value()), true
+		}
+	}
+	return 0, false
+}
+
+// OnEvent is the Evicted-event informer's add handler.
+func (o *OOMObserver) OnEvent(obj any) {
+	ev, ok := obj.(*corev1.Event)
+	if !ok {
+		return
+	}
+	for _, e := range EvictionOOMs(ev) {
+		o.send(e)
+	}
+}
+
+// EvictionOOMs reads the kubelet's eviction annotations of an Evicted event
+// (offending_containers, offending_containers_usage, starved_resource: comma
+// lists of equal length) and returns an OOM for each container starved of
+// memory, with its usage and the event's creation time.
+func EvictionOOMs(ev *corev1.Event) []OOM {
+	if ev.Reason != "Evicted" || ev.InvolvedObject.Kind != "Pod" {
+		return nil
+	}
+	split := func(k string) []string {
+		v, ok := ev.Annotations[k]
+		if !ok {
+			return nil
+		}
+		return strings.Split(v, ",")
+	}
+	containers := split("offending_containers")
+	usages := split("offending_containers_usage")
+	starved := split("starved_resource")
+	if len(containers) == 0 || len(containers) != len(usages) || len(containers) != len(starved) {
+		return nil
+	}
+	id := types.NamespacedName{Namespace: ev.InvolvedObject.Namespace, Name: ev.InvolvedObject.Name}
+	var out []OOM
+	for i, c := range containers {
+		if strings.TrimSpace(starved[i]) != string(corev1.ResourceMemory) {
+			continue
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(usages[i]))
+		if err != nil {
+			continue
+		}
+		out = append(out, OOM{Pod: id, Container: strings.TrimSpace(c), Time: ev.CreationTimestamp.Time, Memory: model.ResourceAmount(q.Value())})
+	}
+	return out
+}

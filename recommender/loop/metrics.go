@@ -1,0 +1,68 @@
+package loop
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Steps of the loop, the values of the step label.
+const (
+	StepLoadVPAs            = "LoadVPAs"
+	StepLoadPods            = "LoadPods"
+	StepLoadMetrics         = "LoadMetrics"
+	StepDeleteRemovedPods   = "DeleteRemovedPods"
+	StepUpdateVPAs          = "UpdateVPAs"
+	StepMaintainCheckpoints = "MaintainCheckpoints"
+	StepGarbageCollect      = "GarbageCollect"
+	StepTotal               = "total"
+)
+
+// Metrics are the recommender's Prometheus metrics, with upstream's names.
+type Metrics struct {
+	VPAObjects            *prometheus.GaugeVec
+	RecommendationLatency prometheus.Histogram
+	ExecutionLatency      *prometheus.HistogramVec
+	AggregateStates       prometheus.Gauge
+	MetricServerResponses *prometheus.CounterVec
+	// APIWrites counts status patches, checkpoint writes and deletions
+	// (OpenVPA addition).
+	APIWrites *prometheus.CounterVec
+}
+
+// NewMetrics creates the metrics and registers them on reg (if not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	const ns = "vpa_recommender"
+	m := &Metrics{
+		VPAObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: ns, Name: "vpa_objects_count", Help: "Number of VPA objects present in the cluster.",
+		}, []string{"update_mode", "has_recommendation", "api", "matches_pods", "unsupported_config"}),
+		RecommendationLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: ns, Name: "recommendation_latency_seconds", Help: "Time elapsed from creating a valid VPA configuration to the first recommendation.",
+			Buckets: []float64{1.0, 2.0, 5.0, 7.5, 10.0, 20.0, 30.0, 40.00, 50.0, 60.0, 90.0, 120.0, 150.0, 180.0, 240.0, 300.0, 600.0, 900.0, 1800.0},
+		}),
+		ExecutionLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Name: "execution_latency_seconds", Help: "Time spent in various parts of VPA Recommender main loop.",
+			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
+		}, []string{"step"}),
+		AggregateStates: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "aggregate_container_states_count", Help: "Number of aggregate container states being tracked by the recommender",
+		}),
+		MetricServerResponses: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "metric_server_responses", Help: "Count of responses to queries to metrics server",
+		}, []string{"is_error", "client_name"}),
+		APIWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Name: "api_writes_total", Help: "API writes made by the recommender, by kind (status, checkpoint, checkpoint_delete) and result.",
+		}, []string{"kind", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites)
+	}
+	return m
+}
+
+func (m *Metrics) write(kind string, err error) {
+	result := "success"
+	if err != nil {
+		result = "error"
+	}
+	m.APIWrites.WithLabelValues(kind, result).Inc()
+}

@@ -1,0 +1,751 @@
+// Package loop is the recommender's main loop: it loads the VPAs and their
+// pods, feeds usage samples and OOM kills into per-VPA, per-container
+// aggregates, writes each VPA's status when it changed, and keeps the
+// checkpoints written and garbage-collected.
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/recommender/checkpoint"
+	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/input"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// AggregateGCInterval is how often expired aggregates are dropped, as upstream.
+const AggregateGCInterval = time.Hour
+
+// Resolver resolves a VPA's targetRef (pkg/target.Resolver).
+type Resolver interface {
+	Resolve(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler) (*target.Target, error)
+}
+
+// CheckpointStore persists checkpoints (checkpoint.Store).
+type CheckpointStore interface {
+	Write(ctx context.Context, k checkpoint.Key, status vpav1.VerticalPodAutoscalerCheckpointStatus) error
+	List(ctx context.Context, namespace string) ([]vpav1.VerticalPodAutoscalerCheckpoint, error)
+	GarbageCollect(ctx context.Context, namespace string, keep func(*vpav1.VerticalPodAutoscalerCheckpoint) bool) ([]checkpoint.Key, error)
+}
+
+// StatusWriter writes a VPA's status and returns the updated object.
+type StatusWriter interface {
+	WriteStatus(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, status vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error)
+}
+
+// Config are the loop's settings.
+type Config struct {
+	RecommenderName          string
+	Namespaces               namespaces.Filter
+	Interval                 time.Duration
+	CheckpointsGCInterval    time.Duration
+	CheckpointsTimeout       time.Duration
+	CheckpointsWriteInterval time.Duration
+	Workers                  int
+	// PerVPAConfig honours the per-VPA model fields of container policies.
+	PerVPAConfig bool
+	// Model is the global model configuration; nil means the default.
+	Model *model.Config
+}
+
+// Deps are the loop's collaborators.
+type Deps struct {
+	VPAs        vpalisters.VerticalPodAutoscalerLister
+	Pods        corelisters.PodLister
+	Resolver    Resolver
+	Metrics     input.MetricsSource
+	OOMs        func() []input.OOM
+	Checkpoints CheckpointStore
+	Status      StatusWriter
+	Estimator   estimator.Estimator
+	Clock       clock.WithTicker
+	Prom        *Metrics
+	// FetchingHistory reports whether history is still being loaded; nil means never.
+	FetchingHistory func() bool
+	// OnLoop is called after every loop (e.g. healthserver.LoopHealth.MarkLoop).
+	OnLoop func()
+}
+
+type instanceKey struct {
+	pod       types.NamespacedName
+	container string
+}
+
+// vpaState is everything the loop keeps about one VPA.
+type vpaState struct {
+	key types.NamespacedName
+	obj *vpav1.VerticalPodAutoscaler
+	tgt *target.Target
+	// unsupported is the ConfigUnsupported message, "" when the config is fine.
+	unsupported string
+	aggregates  map[string]*model.AggregateState
+	instances   map[instanceKey]*model.ContainerState
+	podCount    int
+	live        map[string]struct{}
+	// patchedOver and patched let a just-patched object stand in for the
+	// informer's copy until the informer catches up.
+	patchedOver string
+	patched     *vpav1.VerticalPodAutoscaler
+}
+
+type podInfo struct {
+	vpas []types.NamespacedName
+	init map[string]struct{}
+}
+
+// Recommender is the loop. Its methods must not be called concurrently.
+type Recommender struct {
+	cfg  Config
+	deps Deps
+
+	vpas     map[types.NamespacedName]*vpaState
+	pods     map[types.NamespacedName]podInfo
+	removed  map[types.NamespacedName]podInfo
+	schedule *checkpoint.Schedule
+	lastGC   time.Time
+	lastAggr time.Time
+}
+
+// New returns a Recommender.
+func New(cfg Config, deps Deps) *Recommender {
+	if cfg.Model == nil {
+		cfg.Model = model.DefaultConfig()
+	}
+	if cfg.Workers < 1 {
+		cfg.Workers = 1
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	if deps.Prom == nil {
+		deps.Prom = NewMetrics(nil)
+	}
+	if deps.OOMs == nil {
+		deps.OOMs = func() []input.OOM { return nil }
+	}
+	return &Recommender{
+		cfg:      cfg,
+		deps:     deps,
+		vpas:     map[types.NamespacedName]*vpaState{},
+		pods:     map[types.NamespacedName]podInfo{},
+		schedule: checkpoint.NewSchedule(cfg.CheckpointsWriteInterval),
+	}
+}
+
+func keyOf(v *vpav1.VerticalPodAutoscaler) types.NamespacedName {
+	return types.NamespacedName{Namespace: v.Namespace, Name: v.Name}
+}
+
+// handles reports whether this recommender is responsible for v.
+func (r *Recommender) handles(v *vpav1.VerticalPodAutoscaler) bool {
+	return r.cfg.Namespaces.Allows(v.Namespace) && v.SelectsRecommender(r.cfg.RecommenderName)
+}
+
+// modelConfig returns the model configuration of a VPA's container.
+func (r *Recommender) modelConfig(v *vpav1.VerticalPodAutoscaler, container string) *model.Config {
+	if !r.cfg.PerVPAConfig || v == nil {
+		return r.cfg.Model
+	}
+	return r.cfg.Model.ForPolicy(vpav1.GetContainerResourcePolicy(container, v.Spec.ResourcePolicy))
+}
+
+// Restore loads every checkpoint of the VPAs this recommender handles. Call it
+// once, after the informers synced and before the first RunOnce, so that the
+// first status written already reflects the saved history. Corrupt
+// checkpoints are logged and skipped; they are overwritten at the next write.
+func (r *Recommender) Restore(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	cps, err := r.deps.Checkpoints.List(ctx, r.cfg.Namespaces.WatchNamespace())
+	if err != nil {
+		return err
+	}
+	now := r.deps.Clock.Now()
+	objs := map[types.NamespacedName]*vpav1.VerticalPodAutoscaler{}
+	var mine []vpav1.VerticalPodAutoscalerCheckpoint
+	for _, cp := range cps {
+		k := types.NamespacedName{Namespace: cp.Namespace, Name: cp.Spec.VPAObjectName}
+		v, err := r.deps.VPAs.VerticalPodAutoscalers(k.Namespace).Get(k.Name)
+		if err != nil || !r.handles(v) {
+			continue
+		}
+		objs[k] = v
+		mine = append(mine, cp)
+	}
+	restored, errs := checkpoint.Restore(mine, func(k checkpoint.Key) *model.Config {
+		return r.modelConfig(objs[types.NamespacedName{Namespace: k.Namespace, Name: k.VPA}], k.Container)
+	}, now)
+	for _, err := range errs {
+		logger.Error(err, "Skipping unreadable checkpoint")
+	}
+	last := map[types.NamespacedName]time.Time{}
+	for _, rs := range restored {
+		k := types.NamespacedName{Namespace: rs.Key.Namespace, Name: rs.Key.VPA}
+		st := r.state(objs[k])
+		st.aggregates[rs.Key.Container] = rs.Aggregate
+		if rs.LastUpdate.After(last[k]) {
+			last[k] = rs.LastUpdate
+		}
+	}
+	for k, t := range last {
+		r.schedule.Track(k.String(), t, now)
+	}
+	logger.Info("Restored checkpoints", "checkpoints", len(restored), "vpas", len(last), "skipped", len(errs))
+	return nil
+}
+
+func (r *Recommender) state(v *vpav1.VerticalPodAutoscaler) *vpaState {
+	k := keyOf(v)
+	st, ok := r.vpas[k]
+	if !ok {
+		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{}, instances: map[instanceKey]*model.ContainerState{}}
+		r.vpas[k] = st
+	}
+	st.obj = v
+	return st
+}
+
+// Run runs RunOnce now and then every interval until ctx ends. It does not
+// restore checkpoints (call Restore first) nor write them at the end (call
+// WriteAllCheckpoints).
+func (r *Recommender) Run(ctx context.Context) error {
+	t := r.deps.Clock.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		r.RunOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+func (r *Recommender) timed(step string, start time.Time) time.Time {
+	now := r.deps.Clock.Now()
+	r.deps.Prom.ExecutionLatency.WithLabelValues(step).Observe(now.Sub(start).Seconds())
+	return now
+}
+
+// RunOnce runs one loop.
+func (r *Recommender) RunOnce(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	begin := r.deps.Clock.Now()
+	t := begin
+	r.loadVPAs(ctx)
+	t = r.timed(StepLoadVPAs, t)
+	r.loadPods(ctx)
+	t = r.timed(StepLoadPods, t)
+	r.loadMetrics(ctx)
+	t = r.timed(StepLoadMetrics, t)
+	r.deleteRemovedPods()
+	t = r.timed(StepDeleteRemovedPods, t)
+	r.updateVPAs(ctx)
+	t = r.timed(StepUpdateVPAs, t)
+	r.maintainCheckpoints(ctx)
+	t = r.timed(StepMaintainCheckpoints, t)
+	r.garbageCollect()
+	r.timed(StepGarbageCollect, t)
+	r.timed(StepTotal, begin)
+	if ctx.Err() == nil && r.deps.OnLoop != nil {
+		r.deps.OnLoop()
+	}
+	logger.V(3).Info("Loop finished", "vpas", len(r.vpas), "pods", len(r.pods), "duration", r.deps.Clock.Since(begin))
+}
+
+func (r *Recommender) loadVPAs(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	list, err := r.deps.VPAs.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing VPAs")
+		return
+	}
+	now := r.deps.Clock.Now()
+	seen := map[types.NamespacedName]bool{}
+	for _, v := range list {
+		if !r.handles(v) {
+			continue
+		}
+		k := keyOf(v)
+		seen[k] = true
+		if old, ok := r.vpas[k]; ok && old.patched != nil {
+			if v.ResourceVersion == old.patchedOver {
+				v = old.patched // the informer has not seen our patch yet
+			}
+			old.patched, old.patchedOver = nil, ""
+		}
+		st := r.state(v)
+		r.schedule.Track(k.String(), time.Time{}, now)
+		tgt, err := r.deps.Resolver.Resolve(ctx, v)
+		if err != nil {
+			st.tgt = nil
+			var ce *target.ConfigError
+			if errors.As(err, &ce) {
+				st.unsupported = ce.Message
+			} else {
+				st.unsupported = fmt.Sprintf("Cannot read targetRef. Reason: %s", err)
+			}
+			logger.V(4).Info("VPA has an unsupported targetRef", "vpa", klog.KObj(v), "reason", st.unsupported)
+		} else {
+			st.tgt, st.unsupported = tgt, ""
+		}
+		for name, a := range st.aggregates {
+			if cfg := r.modelConfig(v, name); a.Config() != cfg {
+				if err := a.SetConfig(cfg); err != nil {
+					logger.Error(err, "Applying the container policy's model settings", "vpa", klog.KObj(v), "container", name)
+				}
+			}
+		}
+	}
+	for k := range r.vpas {
+		if !seen[k] {
+			delete(r.vpas, k)
+			r.schedule.Forget(k.String())
+		}
+	}
+}
+
+func (r *Recommender) loadPods(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	pods, err := r.deps.Pods.List(labels.Everything())
+	if err != nil {
+		logger.Error(err, "Listing pods")
+		return
+	}
+	targets := make([]*target.Target, 0, len(r.vpas))
+	for _, st := range r.vpas {
+		st.podCount = 0
+		st.live = map[string]struct{}{}
+		if st.tgt != nil {
+			targets = append(targets, st.tgt)
+		}
+	}
+	matcher := target.NewMatcher(targets)
+	now := r.deps.Clock.Now()
+	current := make(map[types.NamespacedName]podInfo, len(r.pods))
+	for _, pod := range pods {
+		if pod.Status.Phase == corev1.PodPending || !r.cfg.Namespaces.Allows(pod.Namespace) {
+			continue
+		}
+		sel := matcher.Selecting(pod)
+		if len(sel) == 0 {
+			continue // only pods under a VPA are tracked
+		}
+		id := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
+		info := podInfo{}
+		if len(pod.Spec.InitContainers) > 0 {
+			info.init = map[string]struct{}{}
+			for _, c := range pod.Spec.InitContainers {
+				info.init[c.Name] = struct{}{}
+			}
+		}
+		for _, t := range sel {
+			k := keyOf(t.VPA)
+			st := r.vpas[k]
+			if st == nil {
+				continue
+			}
+			info.vpas = append(info.vpas, k)
+			st.podCount++
+			for _, c := range pod.Spec.Containers {
+				st.live[c.Name] = struct{}{}
+				r.instance(st, id, c.Name, now)
+			}
+		}
+		current[id] = info
+	}
+	r.removed = map[types.NamespacedName]podInfo{}
+	for id, info := range r.pods {
+		if _, ok := current[id]; !ok {
+			r.removed[id] = info
+		}
+	}
+	r.pods = current
+}
+
+// instance returns the container state of a pod's container under a VPA,
+// creating it (and the aggregate) when needed.
+func (r *Recommender) instance(st *vpaState, pod types.NamespacedName, container string, now time.Time) *model.ContainerState {
+	ik := instanceKey{pod: pod, container: container}
+	if cs, ok := st.instances[ik]; ok {
+		return cs
+	}
+	a, ok := st.aggregates[container]
+	if !ok {
+		a = model.NewAggregateState(r.modelConfig(st.obj, container), now)
+		st.aggregates[container] = a
+	}
+	cs := model.NewContainerState(a)
+	st.instances[ik] = cs
+	return cs
+}
+
+func (r *Recommender) loadMetrics(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if r.deps.Metrics != nil && len(r.pods) > 0 {
+		usage, err := r.deps.Metrics.Usage(ctx)
+		r.deps.Prom.MetricServerResponses.WithLabelValues(fmt.Sprint(err != nil), "metrics-server").Inc()
+		if err != nil {
+			logger.Error(err, "Cannot read usage from metrics-server; recommendations keep their last value")
+		}
+		accepted := 0
+		for _, u := range usage {
+			info, ok := r.pods[u.Pod]
+			if !ok {
+				continue
+			}
+			if _, isInit := info.init[u.Container]; isInit {
+				continue
+			}
+			for _, k := range info.vpas {
+				st := r.vpas[k]
+				cs, ok := st.instances[instanceKey{pod: u.Pod, container: u.Container}]
+				if !ok {
+					continue // not a container of the pod's spec
+				}
+				if u.CPU >= 0 && cs.AddCPUSample(u.Time, u.CPU) {
+					accepted++
+				}
+				if u.Memory >= 0 {
+					cs.AddMemorySample(u.Time, u.Memory)
+				}
+			}
+		}
+		logger.V(4).Info("Loaded usage", "samples", len(usage), "accepted", accepted)
+	}
+	for _, o := range r.deps.OOMs() {
+		info, ok := r.pods[o.Pod]
+		if !ok {
+			info, ok = r.removed[o.Pod]
+		}
+		if !ok {
+			continue
+		}
+		for _, k := range info.vpas {
+			st := r.vpas[k]
+			if st == nil {
+				continue
+			}
+			cs, ok := st.instances[instanceKey{pod: o.Pod, container: o.Container}]
+			if !ok {
+				continue
+			}
+			if err := cs.RecordOOM(o.Time, o.Memory); err != nil {
+				logger.V(4).Info("OOM not recorded", "pod", o.Pod, "container", o.Container, "err", err)
+				continue
+			}
+			logger.V(2).Info("Recorded OOM", "pod", o.Pod, "container", o.Container, "vpa", k)
+		}
+	}
+}
+
+// deleteRemovedPods drops the container states of pods that vanished or are
+// no longer under their VPA.
+func (r *Recommender) deleteRemovedPods() {
+	for _, st := range r.vpas {
+		for ik := range st.instances {
+			info, ok := r.pods[ik.pod]
+			if !ok || !containsKey(info.vpas, st.key) {
+				delete(st.instances, ik)
+			}
+		}
+	}
+	r.removed = nil
+}
+
+func containsKey(ks []types.NamespacedName, k types.NamespacedName) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// recommendable returns the aggregates a VPA's recommendation is built from:
+// when pods match, only the containers some matching pod has; with no pods
+// (scaled to zero, between job runs) every aggregate, so the recommendation
+// stays available for the next pod.
+func (st *vpaState) recommendable() map[string]*model.AggregateState {
+	if st.podCount == 0 {
+		return st.aggregates
+	}
+	out := make(map[string]*model.AggregateState, len(st.live))
+	for name, a := range st.aggregates {
+		if _, ok := st.live[name]; ok {
+			out[name] = a
+		}
+	}
+	return out
+}
+
+type objectCountKey struct {
+	mode, hasRec, matches, unsupported string
+}
+
+func (r *Recommender) updateVPAs(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	now := r.deps.Clock.Now()
+	fetching := r.deps.FetchingHistory != nil && r.deps.FetchingHistory()
+	type job struct {
+		st     *vpaState
+		status vpav1.VerticalPodAutoscalerStatus
+	}
+	var jobs []job
+	counts := map[objectCountKey]int{}
+	for _, st := range r.vpas {
+		res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
+		var rec *vpav1.RecommendedPodResources
+		if len(res.Containers) > 0 {
+			rec = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
+		}
+		status := BuildStatus(st.obj, Facts{
+			Recommendation:  rec,
+			Confidence:      res.Confidence,
+			PodsMatched:     st.podCount > 0,
+			Unsupported:     st.unsupported,
+			FetchingHistory: fetching,
+		}, now)
+		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {
+			r.deps.Prom.RecommendationLatency.Observe(now.Sub(st.obj.CreationTimestamp.Time).Seconds())
+		}
+		counts[objectCountKey{
+			mode:        string(vpav1.GetUpdateMode(st.obj)),
+			hasRec:      fmt.Sprint(HasRecommendation(rec)),
+			matches:     fmt.Sprint(st.podCount > 0),
+			unsupported: fmt.Sprint(st.unsupported != ""),
+		}]++
+		if StatusChanged(st.obj.Status, status) {
+			jobs = append(jobs, job{st: st, status: status})
+		}
+	}
+	r.deps.Prom.VPAObjects.Reset()
+	for k, n := range counts {
+		r.deps.Prom.VPAObjects.WithLabelValues(k.mode, k.hasRec, "v1", k.matches, k.unsupported).Set(float64(n))
+	}
+	r.parallel(ctx, len(jobs), func(i int) {
+		j := jobs[i]
+		updated, err := r.deps.Status.WriteStatus(ctx, j.st.obj, j.status)
+		r.deps.Prom.write("status", err)
+		if err != nil {
+			logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.st.obj))
+			return
+		}
+		j.st.patchedOver = j.st.obj.ResourceVersion
+		j.st.patched = updated
+		j.st.obj = updated
+	}, false)
+	n := 0
+	for _, st := range r.vpas {
+		n += len(st.aggregates)
+	}
+	r.deps.Prom.AggregateStates.Set(float64(n))
+	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs))
+}
+
+// parallel runs f(0..n-1) on the configured number of workers. With
+// stopOnDeadline, each worker stops taking items once ctx is done (after
+// finishing its current one), so at least min(workers, n) items run.
+func (r *Recommender) parallel(ctx context.Context, n int, f func(int), stopOnDeadline bool) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	workers := min(r.cfg.Workers, n)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	for i := range n {
+		if stopOnDeadline && i >= workers && ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// writeCheckpoints saves every aggregate of a VPA.
+func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now time.Time) error {
+	open := map[string][]*model.ContainerState{}
+	for ik, cs := range st.instances {
+		open[ik.container] = append(open[ik.container], cs)
+	}
+	names := make([]string, 0, len(st.aggregates))
+	for name := range st.aggregates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, name := range names {
+		status, err := model.SaveCheckpoint(st.aggregates[name], open[name], now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("encoding checkpoint of %s container %s: %w", st.key, name, err))
+			continue
+		}
+		err = r.deps.Checkpoints.Write(ctx, checkpoint.Key{Namespace: st.key.Namespace, VPA: st.key.Name, Container: name}, status)
+		r.deps.Prom.write("checkpoint", err)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Recommender) maintainCheckpoints(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	now := r.deps.Clock.Now()
+	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
+		return // history still loading: checkpoints would save a partial view
+	}
+	due := r.schedule.Due(now)
+	byKey := make(map[string]*vpaState, len(r.vpas))
+	for _, st := range r.vpas {
+		byKey[st.key.String()] = st
+	}
+	var sts []*vpaState
+	for _, k := range due {
+		if st, ok := byKey[k]; ok && len(st.aggregates) > 0 {
+			sts = append(sts, st)
+		} else {
+			r.schedule.Written(k, now) // nothing to save yet
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
+	defer cancel()
+	written := make([]bool, len(sts))
+	r.parallel(cctx, len(sts), func(i int) {
+		if err := r.writeCheckpoints(cctx, sts[i], now); err != nil {
+			logger.Error(err, "Cannot write checkpoints", "vpa", sts[i].key)
+			return
+		}
+		written[i] = true
+	}, true)
+	n := 0
+	for i, ok := range written {
+		if ok {
+			r.schedule.Written(sts[i].key.String(), now)
+			n++
+		}
+	}
+	if len(sts) > 0 {
+		logger.V(3).Info("Wrote checkpoints", "vpas", n, "due", len(sts))
+	}
+	if now.Sub(r.lastGC) >= r.cfg.CheckpointsGCInterval {
+		r.lastGC = now
+		r.collectCheckpoints(ctx)
+	}
+}
+
+// collectCheckpoints deletes checkpoints whose VPA no longer exists, and
+// checkpoints of this recommender's VPAs for containers whose history expired.
+// Checkpoints in namespaces this recommender does not handle are left alone.
+func (r *Recommender) collectCheckpoints(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	deleted, err := r.deps.Checkpoints.GarbageCollect(ctx, r.cfg.Namespaces.WatchNamespace(), func(cp *vpav1.VerticalPodAutoscalerCheckpoint) bool {
+		if !r.cfg.Namespaces.Allows(cp.Namespace) {
+			return true
+		}
+		v, err := r.deps.VPAs.VerticalPodAutoscalers(cp.Namespace).Get(cp.Spec.VPAObjectName)
+		if err != nil {
+			return false // the VPA is gone
+		}
+		st, mine := r.vpas[keyOf(v)]
+		if !mine {
+			return true // another recommender's VPA
+		}
+		_, ok := st.aggregates[cp.Spec.ContainerName]
+		return ok
+	})
+	for _, k := range deleted {
+		r.deps.Prom.write("checkpoint_delete", nil)
+		logger.V(2).Info("Deleted orphaned checkpoint", "namespace", k.Namespace, "vpa", k.VPA, "container", k.Container)
+	}
+	if err != nil {
+		logger.Error(err, "Checkpoint garbage collection")
+	}
+}
+
+// garbageCollect drops, once per AggregateGCInterval, the aggregates whose
+// history expired and that no live pod feeds.
+func (r *Recommender) garbageCollect() {
+	now := r.deps.Clock.Now()
+	if now.Sub(r.lastAggr) < AggregateGCInterval {
+		return
+	}
+	r.lastAggr = now
+	for _, st := range r.vpas {
+		for name, a := range st.aggregates {
+			if _, live := st.live[name]; live || !a.IsExpired(now) {
+				continue
+			}
+			delete(st.aggregates, name)
+			for ik := range st.instances {
+				if ik.container == name {
+					delete(st.instances, ik)
+				}
+			}
+		}
+	}
+}
+
+// WriteAllCheckpoints writes every VPA's checkpoints now, e.g. on graceful
+// shutdown. ctx bounds the whole operation.
+func (r *Recommender) WriteAllCheckpoints(ctx context.Context) error {
+	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
+		return nil
+	}
+	now := r.deps.Clock.Now()
+	sts := make([]*vpaState, 0, len(r.vpas))
+	for _, st := range r.vpas {
+		if len(st.aggregates) > 0 {
+			sts = append(sts, st)
+		}
+	}
+	errs := make([]error, len(sts))
+	r.parallel(ctx, len(sts), func(i int) {
+		if ctx.Err() != nil {
+			errs[i] = ctx.Err()
+			return
+		}
+		errs[i] = r.writeCheckpoints(ctx, sts[i], now)
+	}, false)
+	return errors.Join(errs...)
+}
+
+// APIStatusWriter writes status with a JSON patch on the status subresource.
+type APIStatusWriter struct {
+	Client versioned.Interface
+}
+
+// WriteStatus implements StatusWriter.
+func (w APIStatusWriter) WriteStatus(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, status vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
+	if err != nil {
+		return nil, err
+	}
+	return w.Client.AutoscalingV1().VerticalPodAutoscalers(vpa.Namespace).Patch(ctx, vpa.Name, types.JSONPatchType, patch,
+		metav1.PatchOptions{FieldManager: checkpoint.FieldManager}, "status")
+}

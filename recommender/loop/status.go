@@ -1,0 +1,168 @@
+package loop
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+// Condition reasons and messages the recommender writes.
+const (
+	ReasonNoPodsMatched   = "NoPodsMatched"
+	MessageNoPodsMatched  = "No pods match this VPA object"
+	ReasonLowConfidence   = "LowConfidence"
+	ReasonFetchingHistory = "FetchingHistory"
+	// LowConfidenceThreshold is the confidence (in days of history) below
+	// which LowConfidence is set.
+	LowConfidenceThreshold = 1.0
+)
+
+// Facts is what the loop knows about one VPA when it builds its status.
+type Facts struct {
+	// Recommendation is the new recommendation; nil or empty means none.
+	Recommendation *vpav1.RecommendedPodResources
+	// Confidence per recommended container, in days of history.
+	Confidence map[string]float64
+	// PodsMatched is whether any pod matches the VPA.
+	PodsMatched bool
+	// Unsupported is the ConfigUnsupported message; empty when the config is fine.
+	Unsupported string
+	// FetchingHistory is whether history is still being loaded.
+	FetchingHistory bool
+}
+
+// conditionSet edits a list of conditions keyed by type, keeping the
+// transition time of a condition whose status does not change.
+type conditionSet struct {
+	now   metav1.Time
+	byTyp map[vpav1.VerticalPodAutoscalerConditionType]vpav1.VerticalPodAutoscalerCondition
+}
+
+func newConditionSet(old []vpav1.VerticalPodAutoscalerCondition, now time.Time) *conditionSet {
+	s := &conditionSet{now: metav1.NewTime(now.Truncate(time.Second)), byTyp: map[vpav1.VerticalPodAutoscalerConditionType]vpav1.VerticalPodAutoscalerCondition{}}
+	for _, c := range old {
+		s.byTyp[c.Type] = c
+	}
+	return s
+}
+
+func (s *conditionSet) set(t vpav1.VerticalPodAutoscalerConditionType, status bool, reason, message string) {
+	c := vpav1.VerticalPodAutoscalerCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: message, LastTransitionTime: s.now}
+	if status {
+		c.Status = corev1.ConditionTrue
+	}
+	if old, ok := s.byTyp[t]; ok && old.Status == c.Status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	s.byTyp[t] = c
+}
+
+func (s *conditionSet) remove(t vpav1.VerticalPodAutoscalerConditionType) { delete(s.byTyp, t) }
+
+func (s *conditionSet) list() []vpav1.VerticalPodAutoscalerCondition {
+	if len(s.byTyp) == 0 {
+		return nil
+	}
+	out := make([]vpav1.VerticalPodAutoscalerCondition, 0, len(s.byTyp))
+	for _, c := range s.byTyp {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+// HasRecommendation reports whether r holds at least one container.
+func HasRecommendation(r *vpav1.RecommendedPodResources) bool {
+	return r != nil && len(r.ContainerRecommendations) > 0
+}
+
+// BuildStatus returns the status the VPA should have: the recommendation,
+// the conditions (upstream's RecommendationProvided, NoPodsMatched and
+// ConfigUnsupported rules, plus LowConfidence and FetchingHistory; conditions
+// of other types are kept, ConfigDeprecated is removed), sorted by type with
+// unchanged transition times, and observedGeneration.
+func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1.VerticalPodAutoscalerStatus {
+	cs := newConditionSet(vpa.Status.Conditions, now)
+	cs.remove(vpav1.ConfigDeprecated)
+	if f.Unsupported != "" {
+		cs.set(vpav1.ConfigUnsupported, true, "", f.Unsupported)
+	} else {
+		cs.remove(vpav1.ConfigUnsupported)
+	}
+	reason, message := "", ""
+	if !f.PodsMatched {
+		reason, message = ReasonNoPodsMatched, MessageNoPodsMatched
+		cs.set(vpav1.NoPodsMatched, true, reason, message)
+	} else {
+		cs.remove(vpav1.NoPodsMatched)
+	}
+	has := HasRecommendation(f.Recommendation)
+	if has {
+		cs.set(vpav1.RecommendationProvided, true, "", "")
+	} else {
+		cs.set(vpav1.RecommendationProvided, false, reason, message)
+	}
+	if msg := lowConfidence(f); has && msg != "" {
+		cs.set(vpav1.LowConfidence, true, ReasonLowConfidence, msg)
+	} else {
+		cs.remove(vpav1.LowConfidence)
+	}
+	if f.FetchingHistory {
+		cs.set(vpav1.FetchingHistory, true, ReasonFetchingHistory, "Loading usage history")
+	} else {
+		cs.remove(vpav1.FetchingHistory)
+	}
+	st := vpav1.VerticalPodAutoscalerStatus{Conditions: cs.list()}
+	if has {
+		st.Recommendation = f.Recommendation
+	}
+	gen := vpa.Generation
+	st.ObservedGeneration = &gen
+	return st
+}
+
+// lowConfidence returns the LowConfidence message for the container with the
+// least history, or "" when every container has at least a day.
+func lowConfidence(f Facts) string {
+	if f.Recommendation == nil {
+		return ""
+	}
+	worst, name := LowConfidenceThreshold, ""
+	for _, r := range f.Recommendation.ContainerRecommendations {
+		c, ok := f.Confidence[r.ContainerName]
+		if ok && c < worst {
+			worst, name = c, r.ContainerName
+		}
+	}
+	if name == "" {
+		return ""
+	}
+	d := time.Duration(worst * float64(24*time.Hour)).Round(time.Minute)
+	return fmt.Sprintf("Recommendation is based on less than a day of usage history (container %s: %s)", name, d)
+}
+
+// StatusChanged reports whether the new status differs from the old one in
+// any way kubectl shows (quantities compared by value).
+func StatusChanged(old, updated vpav1.VerticalPodAutoscalerStatus) bool {
+	return !apiequality.Semantic.DeepEqual(normalize(old), normalize(updated))
+}
+
+func normalize(s vpav1.VerticalPodAutoscalerStatus) vpav1.VerticalPodAutoscalerStatus {
+	out := *s.DeepCopy()
+	if len(out.Conditions) == 0 {
+		out.Conditions = nil
+	}
+	for i := range out.Conditions {
+		out.Conditions[i].LastTransitionTime = metav1.NewTime(out.Conditions[i].LastTransitionTime.Truncate(time.Second))
+	}
+	if out.Recommendation != nil && len(out.Recommendation.ContainerRecommendations) == 0 {
+		out.Recommendation = nil
+	}
+	return out
+}
