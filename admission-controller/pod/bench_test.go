@@ -1,0 +1,116 @@
+package pod
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/target"
+)
+
+// benchFixture is a cluster of 1,000 namespaces with 10 Deployments (each
+// with a ReplicaSet) and 10 VPAs each, held in informer caches.
+type benchFixture struct {
+	handler *Handler
+	pods    []*corev1.Pod
+}
+
+func newBenchFixture(tb testing.TB, namespaces, perNamespace int) *benchFixture {
+	tb.Helper()
+	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	resolver := target.NewResolver(factory, nil, nil, target.Options{})
+	deps := factory.Apps().V1().Deployments().Informer().GetIndexer()
+	rss := factory.Apps().V1().ReplicaSets().Informer().GetIndexer()
+	vpas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{TargetRefIndex: TargetRefIndexFunc})
+	mode := vpav1.UpdateModeInitial
+	f := &benchFixture{}
+	for n := 0; n < namespaces; n++ {
+		ns := fmt.Sprintf("ns-%04d", n)
+		for i := 0; i < perNamespace; i++ {
+			name := fmt.Sprintf("app-%02d", i)
+			sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+			must(tb, deps.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: appsv1.DeploymentSpec{Selector: sel}}))
+			rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: name + "-5d4f", Namespace: ns,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: name, Controller: ptrTo(true)}}},
+				Spec: appsv1.ReplicaSetSpec{Selector: sel}}
+			must(tb, rss.Add(rs))
+			must(tb, vpas.Add(&vpav1.VerticalPodAutoscaler{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, CreationTimestamp: metav1.NewTime(time.Unix(int64(i), 0))},
+				Spec: vpav1.VerticalPodAutoscalerSpec{
+					TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+					UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode},
+				},
+				Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
+					{ContainerName: "app", Target: rl("250m", "200Mi")}, {ContainerName: "sidecar", Target: rl("20m", "32Mi")},
+				}}},
+			}))
+			if i == 0 {
+				f.pods = append(f.pods, &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{GenerateName: name + "-5d4f-", Namespace: ns, Labels: map[string]string{"app": name},
+						OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, Controller: ptrTo(true)}}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{
+						ctr("app", rl("100m", "100Mi"), rl("200m", "200Mi")), ctr("sidecar", rl("10m", "16Mi"), nil),
+					}},
+				})
+			}
+		}
+	}
+	f.handler = NewHandler(NewFinder(vpas, resolver, nil), fakeLimits{})
+	return f
+}
+
+func must(tb testing.TB, err error) {
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// BenchmarkPodHandler measures one review in process: decoding the pod from
+// JSON, finding its VPA among 10,000 in 1,000 namespaces, capping, and
+// encoding the patch. It reports p50 and p99 latency per review.
+func BenchmarkPodHandler(b *testing.B) {
+	f := newBenchFixture(b, 1000, 10)
+	raws := make([][]byte, len(f.pods))
+	for i, p := range f.pods {
+		raw, err := json.Marshal(p)
+		must(b, err)
+		raws[i] = raw
+	}
+	ctx := context.Background()
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		var p corev1.Pod
+		if err := json.Unmarshal(raws[i%len(raws)], &p); err != nil {
+			b.Fatal(err)
+		}
+		res, err := f.handler.Admit(ctx, &p, p.Namespace)
+		if err != nil || !res.Applied {
+			b.Fatalf("not applied: %v", err)
+		}
+		if _, err := res.Patch.Marshal(); err != nil {
+			b.Fatal(err)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+	b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds())/1e3, "p50-µs")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds())/1e3, "p99-µs")
+}

@@ -1,0 +1,137 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openvpa/openvpa/admission-controller/pod"
+	"github.com/openvpa/openvpa/admission-controller/vpa"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/features"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+)
+
+type oneVPA struct{ v *vpav1.VerticalPodAutoscaler }
+
+func (o oneVPA) ControllingVPA(context.Context, *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+	return o.v, nil
+}
+
+type noLimits struct{}
+
+func (noLimits) LimitRanges(string) (recommendation.LimitRanges, error) {
+	return recommendation.LimitRanges{}, nil
+}
+
+const loadReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},
+"resource":{"group":"","version":"v1","resource":"pods"},"namespace":"ns","operation":"CREATE",
+"object":{"apiVersion":"v1","kind":"Pod","metadata":{"generateName":"web-","labels":{"app":"web"}},"spec":{"containers":[
+{"name":"app","image":"x","resources":{"requests":{"cpu":"100m","memory":"100Mi"},"limits":{"cpu":"200m","memory":"200Mi"}}},
+{"name":"sidecar","image":"y","resources":{"requests":{"cpu":"10m"}}}]}}}}`
+
+// BenchmarkLoopbackTLS sends pod reviews through TLS and HTTP/1.1 on
+// loopback from 1 and 4 concurrent clients (keep-alive connections, as the
+// API server uses), reporting requests per second and p50/p99 latency.
+func BenchmarkLoopbackTLS(b *testing.B) {
+	dir := b.TempDir()
+	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	certs, err := NewCertWatcher(filepath.Join(dir, ServerCertFile), filepath.Join(dir, ServerKeyFile), filepath.Join(dir, CACertFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	tlsCfg, err := TLSConfig("tls1_2", "", certs.GetCertificate)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mode := vpav1.UpdateModeInitial
+	v := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode}},
+		Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
+			{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("200Mi")}},
+		}}}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := &http.Server{Handler: NewServer(pod.NewHandler(oneVPA{v}, noLimits{}), vpa.NewValidator(features.NewGate()), NewMetrics(nil), nil), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(tls.NewListener(ln, tlsCfg)) }()
+	defer srv.Close()
+	url := "https://" + ln.Addr().String()
+	ca, err := os.ReadFile(filepath.Join(dir, CACertFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	body := []byte(loadReview)
+
+	for _, clients := range []int{1, 4} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: clients, ForceAttemptHTTP2: false}
+			defer transport.CloseIdleConnections()
+			client := &http.Client{Transport: transport}
+			var mu sync.Mutex
+			durations := make([]time.Duration, 0, b.N)
+			var wg sync.WaitGroup
+			per := b.N / clients
+			if per == 0 {
+				per = 1
+			}
+			b.ResetTimer()
+			start := time.Now()
+			for c := 0; c < clients; c++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					local := make([]time.Duration, 0, per)
+					for i := 0; i < per; i++ {
+						t0 := time.Now()
+						resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						_, _ = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != http.StatusOK {
+							b.Errorf("status %d", resp.StatusCode)
+							return
+						}
+						local = append(local, time.Since(t0))
+					}
+					mu.Lock()
+					durations = append(durations, local...)
+					mu.Unlock()
+				}()
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.StopTimer()
+			if len(durations) == 0 {
+				return
+			}
+			sort.Slice(durations, func(i, j int) bool { return durations[i] < durations[j] })
+			b.ReportMetric(float64(len(durations))/elapsed.Seconds(), "req/s")
+			b.ReportMetric(float64(durations[len(durations)/2].Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(durations[len(durations)*99/100].Nanoseconds())/1e3, "p99-µs")
+		})
+	}
+}
