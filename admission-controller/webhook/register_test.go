@@ -1,0 +1,132 @@
+package webhook
+
+import (
+	"context"
+	"crypto/tls"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestRegisterCreatesThenUpdatesInPlace(t *testing.T) {
+	ctx := context.Background()
+	client := fake.NewClientset()
+	reg := Registration{ConfigName: "cfg", URL: "https://127.0.0.1:9443", CABundle: []byte("ca-1"), TimeoutSeconds: 30,
+		ExcludedNamespaces: []string{"kube-system", "vpa"}}
+	if err := Register(ctx, client, reg); err != nil {
+		t.Fatal(err)
+	}
+	if err := Register(ctx, client, reg); err != nil {
+		t.Fatal(err)
+	}
+	reg.CABundle = []byte("ca-2")
+	reg.OnlyNamespace = "team-a"
+	if err := Register(ctx, client, reg); err != nil {
+		t.Fatal(err)
+	}
+	var verbs []string
+	for _, a := range client.Actions() {
+		verbs = append(verbs, a.GetVerb())
+		if a.GetVerb() == "delete" {
+			t.Fatalf("registration deleted the configuration: %v", client.Actions())
+		}
+	}
+	if want := []string{"get", "create", "get", "get", "update"}; len(verbs) != len(want) {
+		t.Errorf("verbs %v, want %v", verbs, want)
+	}
+	cfg, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "cfg", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := cfg.Webhooks[0]
+	if string(w.ClientConfig.CABundle) != "ca-2" || *w.FailurePolicy != admissionregistrationv1.Ignore || *w.SideEffects != admissionregistrationv1.SideEffectClassNone {
+		t.Errorf("webhook %+v", w)
+	}
+	sel := w.NamespaceSelector.MatchExpressions
+	if len(sel) != 1 || sel[0].Operator != metav1.LabelSelectorOpIn || sel[0].Values[0] != "team-a" {
+		t.Errorf("namespace selector %+v, want In [team-a]", sel)
+	}
+}
+
+func TestRegistrationNamespaceSelector(t *testing.T) {
+	cfg := Registration{ConfigName: "c", ServiceNamespace: "vpa", ServiceName: "vpa-webhook", ExcludedNamespaces: []string{"kube-system", "vpa"}}.Config()
+	w := cfg.Webhooks[0]
+	if w.ClientConfig.Service == nil || w.ClientConfig.Service.Name != "vpa-webhook" || w.ClientConfig.URL != nil {
+		t.Errorf("client config %+v", w.ClientConfig)
+	}
+	sel := w.NamespaceSelector.MatchExpressions
+	if len(sel) != 1 || sel[0].Operator != metav1.LabelSelectorOpNotIn || len(sel[0].Values) != 2 {
+		t.Errorf("selector %+v, want NotIn [kube-system vpa]", sel)
+	}
+}
+
+func TestCertWatcherReloads(t *testing.T) {
+	dir := t.TempDir()
+	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewCertWatcher(filepath.Join(dir, ServerCertFile), filepath.Join(dir, ServerKeyFile), filepath.Join(dir, CACertFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caChanged := make(chan []byte, 1)
+	w.OnCAChange = func(_ context.Context, ca []byte) error { caChanged <- ca; return nil }
+	first, _ := w.GetCertificate(&tls.ClientHelloInfo{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Watch(ctx) }()
+	// Rotate until the watcher (which may not be watching yet) notices.
+	var got []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for got == nil && time.Now().Before(deadline) {
+		if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got = <-caChanged:
+		case <-time.After(time.Second):
+		}
+	}
+	if got == nil {
+		t.Fatal("CA change not noticed")
+	}
+	if newCA, _ := os.ReadFile(filepath.Join(dir, CACertFile)); len(caChanged) == 0 && string(got) != string(newCA) {
+		t.Error("OnCAChange got a stale CA")
+	}
+	cur, _ := w.GetCertificate(&tls.ClientHelloInfo{})
+	if string(cur.Certificate[0]) == string(first.Certificate[0]) {
+		t.Error("serving certificate not reloaded")
+	}
+}
+
+func TestTLSConfig(t *testing.T) {
+	tests := map[string]struct {
+		min, ciphers string
+		wantMin      uint16
+		wantCiphers  int
+		wantErr      bool
+	}{
+		"defaults":        {wantMin: tls.VersionTLS12},
+		"tls1_3":          {min: "tls1_3", wantMin: tls.VersionTLS13},
+		"tls1_1 rejected": {min: "tls1_1", wantErr: true},
+		"ciphers by comma and colon": {ciphers: "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256:TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+			wantMin: tls.VersionTLS12, wantCiphers: 3},
+		"unknown cipher": {ciphers: "TLS_RSA_WITH_RC4_128_SHA", wantErr: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := TLSConfig(tc.min, tc.ciphers, nil)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err %v", err)
+			}
+			if err == nil && (cfg.MinVersion != tc.wantMin || len(cfg.CipherSuites) != tc.wantCiphers) {
+				t.Errorf("min %x ciphers %v", cfg.MinVersion, cfg.CipherSuites)
+			}
+		})
+	}
+}
