@@ -65,6 +65,16 @@ type Config struct {
 	PerVPAConfig bool
 	// Model is the global model configuration; nil means the default.
 	Model *model.Config
+	// StatusMaxAge bounds how long small bound drifts stay unwritten (see
+	// NeedsWrite); zero means CheckpointsWriteInterval.
+	StatusMaxAge time.Duration
+}
+
+func (c Config) statusMaxAge() time.Duration {
+	if c.StatusMaxAge > 0 {
+		return c.StatusMaxAge
+	}
+	return c.CheckpointsWriteInterval
 }
 
 // Deps are the loop's collaborators.
@@ -101,6 +111,11 @@ type vpaState struct {
 	instances   map[instanceKey]*model.ContainerState
 	podCount    int
 	live        map[string]struct{}
+	// lastLive is the container set of the last loop that had pods; it
+	// decides the recommendation while the workload has no pods.
+	lastLive map[string]struct{}
+	// written is when the status was last written by this process.
+	written time.Time
 	// patchedOver and patched let a just-patched object stand in for the
 	// informer's copy until the informer catches up.
 	patchedOver string
@@ -485,12 +500,18 @@ func containsKey(ks []types.NamespacedName, k types.NamespacedName) bool {
 // (scaled to zero, between job runs) every aggregate, so the recommendation
 // stays available for the next pod.
 func (st *vpaState) recommendable() map[string]*model.AggregateState {
+	live := st.live
 	if st.podCount == 0 {
+		live = st.lastLive
+	} else {
+		st.lastLive = st.live
+	}
+	if len(live) == 0 {
 		return st.aggregates
 	}
-	out := make(map[string]*model.AggregateState, len(st.live))
+	out := make(map[string]*model.AggregateState, len(live))
 	for name, a := range st.aggregates {
-		if _, ok := st.live[name]; ok {
+		if _, ok := live[name]; ok {
 			out[name] = a
 		}
 	}
@@ -533,7 +554,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			matches:     fmt.Sprint(st.podCount > 0),
 			unsupported: fmt.Sprint(st.unsupported != ""),
 		}]++
-		if StatusChanged(st.obj.Status, status) {
+		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge()) {
 			jobs = append(jobs, job{st: st, status: status})
 		}
 	}
@@ -549,6 +570,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.st.obj))
 			return
 		}
+		j.st.written = now
 		j.st.patchedOver = j.st.obj.ResourceVersion
 		j.st.patched = updated
 		j.st.obj = updated

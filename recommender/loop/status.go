@@ -2,6 +2,7 @@ package loop
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -143,8 +144,68 @@ func lowConfidence(f Facts) string {
 	if name == "" {
 		return ""
 	}
-	d := time.Duration(worst * float64(24*time.Hour)).Round(time.Minute)
-	return fmt.Sprintf("Recommendation is based on less than a day of usage history (container %s: %s)", name, d)
+	// The message names the container but not the amount of history, so
+	// that it does not change (and cause a write) at every loop.
+	return fmt.Sprintf("Less than a day of usage history backs the recommendation for container %s", name)
+}
+
+// BoundsTolerance is the relative change of a lower or upper bound that is
+// written at once; smaller drifts wait for the status's max age.
+const BoundsTolerance = 0.05
+
+// NeedsWrite decides whether the new status must be written. Any change of
+// conditions, observedGeneration, the set of containers, a target or an
+// uncapped target is written at once. The bounds move a little at almost
+// every loop while confidence grows (upstream rewrites every VPA at every
+// loop because of it); a bound change is written at once when it exceeds
+// BoundsTolerance, and otherwise once the last write is maxAge old.
+func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now time.Time, maxAge time.Duration) bool {
+	if !StatusChanged(old, updated) {
+		return false
+	}
+	o, n := normalize(old), normalize(updated)
+	if !apiequality.Semantic.DeepEqual(o.Conditions, n.Conditions) ||
+		!apiequality.Semantic.DeepEqual(o.ObservedGeneration, n.ObservedGeneration) ||
+		(o.Recommendation == nil) != (n.Recommendation == nil) {
+		return true
+	}
+	if now.Sub(lastWrite) >= maxAge {
+		return true
+	}
+	oc, nc := o.Recommendation.ContainerRecommendations, n.Recommendation.ContainerRecommendations
+	if len(oc) != len(nc) {
+		return true
+	}
+	for i := range oc {
+		a, b := oc[i], nc[i]
+		if a.ContainerName != b.ContainerName ||
+			!apiequality.Semantic.DeepEqual(a.Target, b.Target) ||
+			!apiequality.Semantic.DeepEqual(a.UncappedTarget, b.UncappedTarget) ||
+			boundMoved(a.LowerBound, b.LowerBound) || boundMoved(a.UpperBound, b.UpperBound) {
+			return true
+		}
+	}
+	return false
+}
+
+func boundMoved(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return true
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok {
+			return true
+		}
+		x, y := qa.AsApproximateFloat64(), qb.AsApproximateFloat64()
+		if x == y {
+			continue
+		}
+		if x == 0 || math.Abs(y-x)/math.Abs(x) > BoundsTolerance {
+			return true
+		}
+	}
+	return false
 }
 
 // StatusChanged reports whether the new status differs from the old one in

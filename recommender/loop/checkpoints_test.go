@@ -1,0 +1,154 @@
+package loop
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/checkpoint"
+)
+
+func TestCheckpointWritesSpreadOverInterval(t *testing.T) {
+	h := newHarness(t, nil) // 1m loop, 10m write interval
+	const n = 40
+	for i := range n {
+		name := fmt.Sprintf("w%02d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+	}
+	perLoop := []int{}
+	for range 31 {
+		before := h.count("create", "verticalpodautoscalercheckpoints") + h.count("patch", "verticalpodautoscalercheckpoints")
+		h.loop()
+		after := h.count("create", "verticalpodautoscalercheckpoints") + h.count("patch", "verticalpodautoscalercheckpoints")
+		perLoop = append(perLoop, after-before)
+	}
+	total := 0
+	// Loops 11..30 cover (10m, 30m]: two whole intervals after every VPA's
+	// first write, so each VPA is written exactly twice.
+	for i, w := range perLoop[11:] {
+		total += w
+		if w > n/2 {
+			t.Errorf("loop %d wrote %d checkpoints; writes should spread over the interval, not pile up", i+11, w)
+		}
+	}
+	if total != 2*n {
+		t.Errorf("checkpoint writes over two intervals = %d, want %d (each VPA once per interval); per loop %v", total, 2*n, perLoop)
+	}
+	if got := len(h.checkpoints()); got != n {
+		t.Errorf("checkpoints = %d, want %d", got, n)
+	}
+}
+
+func TestRestoreBeforeFirstLoop(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loops(120)
+	if err := h.rec.WriteAllCheckpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := h.vpa("ns", "web").Status.Recommendation.ContainerRecommendations[0]
+	cps := h.checkpoints()
+	if len(cps) != 1 || cps[0].Name != "web-app" || cps[0].Status.TotalSamplesCount != 120 {
+		t.Fatalf("checkpoints = %+v, want web-app with 120 samples", cps)
+	}
+
+	// A new process: restore, then one loop with a single new sample.
+	h.rec = h.newRecommender()
+	if err := h.rec.Restore(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.loop()
+	got := h.vpa("ns", "web").Status.Recommendation.ContainerRecommendations[0]
+	for _, pair := range []struct {
+		name      string
+		was, now  corev1.ResourceList
+		mustNotDn bool
+	}{{"lowerBound", want.LowerBound, got.LowerBound, true}, {"target", want.Target, got.Target, false}} {
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			w, g := pair.was[r], pair.now[r]
+			if pair.mustNotDn && g.Cmp(w) < 0 {
+				t.Errorf("%s %s dropped after restart: %s -> %s", pair.name, r, w.String(), g.String())
+			}
+		}
+	}
+	if g, w := got.Target[corev1.ResourceCPU], want.Target[corev1.ResourceCPU]; g.Cmp(w) != 0 {
+		t.Errorf("CPU target after restart = %s, want %s", g.String(), w.String())
+	}
+	if g, w := got.UpperBound[corev1.ResourceCPU], want.UpperBound[corev1.ResourceCPU]; g.Cmp(w) > 0 {
+		t.Errorf("upper bound rose after restart (history lost?): %s -> %s", w.String(), g.String())
+	}
+}
+
+func TestCorruptCheckpointSkipped(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	bad := &vpav1.VerticalPodAutoscalerCheckpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-app"},
+		Spec:       vpav1.VerticalPodAutoscalerCheckpointSpec{VPAObjectName: "web", ContainerName: "app"},
+		Status:     vpav1.VerticalPodAutoscalerCheckpointStatus{Version: "v999"},
+	}
+	if _, err := h.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints("ns").Create(context.Background(), bad, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rec.Restore(context.Background()); err != nil {
+		t.Fatalf("a corrupt checkpoint stopped the restore: %v", err)
+	}
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loop()
+	if err := h.rec.WriteAllCheckpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cps := h.checkpoints()
+	if len(cps) != 1 || cps[0].Status.Version != "v3" {
+		t.Errorf("corrupt checkpoint not overwritten: %+v", cps)
+	}
+}
+
+func TestCheckpointGC(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CheckpointsGCInterval = 5 * time.Minute })
+	h.addVPA("ns", "web", "web")
+	h.addVPA("ns", "theirs", "theirs", withRecommender("other"))
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loop()
+	if err := h.rec.WriteAllCheckpoints(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store := checkpoint.NewStore(h.client)
+	ctx := context.Background()
+	for _, k := range []checkpoint.Key{
+		{Namespace: "ns", VPA: "theirs", Container: "app"},      // another recommender's VPA: kept
+		{Namespace: "ns", VPA: "deleted", Container: "app"},     // no VPA: deleted
+		{Namespace: "ns", VPA: "web", Container: "gone"},        // our VPA, unknown container: deleted
+		{Namespace: "other-ns", VPA: "deleted", Container: "x"}, // no VPA: deleted
+	} {
+		if err := store.Write(ctx, k, vpav1.VerticalPodAutoscalerCheckpointStatus{Version: "v3"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.clk.Step(5 * time.Minute)
+	h.loop()
+	names := map[string]bool{}
+	for _, cp := range h.checkpoints() {
+		names[cp.Namespace+"/"+cp.Name] = true
+	}
+	want := map[string]bool{"ns/web-app": true, "ns/theirs-app": true}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Errorf("checkpoints after GC = %v, want %v", names, want)
+	}
+	// Deleting the VPA removes its checkpoints at the next GC.
+	h.deleteVPA("ns", "web")
+	h.clk.Step(5 * time.Minute)
+	h.loop()
+	for _, cp := range h.checkpoints() {
+		if cp.Spec.VPAObjectName == "web" {
+			t.Errorf("checkpoint %s of a deleted VPA survived GC", cp.Name)
+		}
+	}
+}

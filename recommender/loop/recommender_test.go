@@ -1,0 +1,251 @@
+package loop
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/recommender/input"
+)
+
+const mi = 1024 * 1024
+
+func targetOf(t *testing.T, v *vpav1.VerticalPodAutoscaler, container string) (cpu, mem string) {
+	t.Helper()
+	if v.Status.Recommendation == nil {
+		t.Fatalf("VPA %s has no recommendation; status %+v", v.Name, v.Status)
+	}
+	for _, r := range v.Status.Recommendation.ContainerRecommendations {
+		if r.ContainerName == container {
+			c, m := r.Target[corev1.ResourceCPU], r.Target[corev1.ResourceMemory]
+			return c.String(), m.String()
+		}
+	}
+	t.Fatalf("no recommendation for container %s in %+v", container, v.Status.Recommendation)
+	return "", ""
+}
+
+func containers(v *vpav1.VerticalPodAutoscaler) []string {
+	var out []string
+	if v.Status.Recommendation != nil {
+		for _, r := range v.Status.Recommendation.ContainerRecommendations {
+			out = append(out, r.ContainerName)
+		}
+	}
+	return out
+}
+
+func TestSteadyUsageRecommendation(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loops(10)
+	v := h.vpa("ns", "web")
+	cpu, mem := targetOf(t, v, "app")
+	if cpu != "350m" || mem != "250Mi" {
+		t.Errorf("target = %s / %s, want 350m / 250Mi", cpu, mem)
+	}
+	if c := h.condition(v, vpav1.RecommendationProvided); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("RecommendationProvided = %+v, want True", c)
+	}
+	if c := h.condition(v, vpav1.LowConfidence); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("LowConfidence = %+v, want True with 10 minutes of history", c)
+	}
+	if v.Status.ObservedGeneration == nil || *v.Status.ObservedGeneration != 1 {
+		t.Errorf("observedGeneration = %v, want 1", v.Status.ObservedGeneration)
+	}
+	// Conditions are sorted by type.
+	for i := 1; i < len(v.Status.Conditions); i++ {
+		if v.Status.Conditions[i-1].Type >= v.Status.Conditions[i].Type {
+			t.Errorf("conditions not sorted: %v", v.Status.Conditions)
+		}
+	}
+}
+
+func TestStatusWrittenOnlyWhenChanged(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loops(24 * 60) // a day of history: the bounds now move slowly
+	before := h.count("patch", "verticalpodautoscalers/status")
+	h.loops(60)
+	// Steady usage: targets stay put and the bounds drift by less than the
+	// tolerance, so only the max-age refresh (every 10 minutes) writes.
+	if got := h.count("patch", "verticalpodautoscalers/status") - before; got > 6 {
+		t.Errorf("status patches in an hour of steady usage = %d, want at most 6", got)
+	}
+	before = h.count("patch", "verticalpodautoscalers/status")
+	h.cpu["web-1"] = 2000 // a jump moves the percentile
+	h.loops(5)
+	if got := h.count("patch", "verticalpodautoscalers/status") - before; got == 0 {
+		t.Error("no status patch after usage changed")
+	}
+}
+
+func TestConditions(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "nopods", "nopods")
+	h.addVPA("ns", "child", "child-rs")
+	h.loop()
+	v := h.vpa("ns", "nopods")
+	if c := h.condition(v, vpav1.NoPodsMatched); c == nil || c.Status != corev1.ConditionTrue || c.Message != MessageNoPodsMatched {
+		t.Errorf("NoPodsMatched = %+v", c)
+	}
+	rp := h.condition(v, vpav1.RecommendationProvided)
+	if rp == nil || rp.Status != corev1.ConditionFalse || rp.Reason != ReasonNoPodsMatched {
+		t.Fatalf("RecommendationProvided = %+v, want False/NoPodsMatched", rp)
+	}
+	firstTransition := rp.LastTransitionTime
+	u := h.condition(h.vpa("ns", "child"), vpav1.ConfigUnsupported)
+	if u == nil || u.Status != corev1.ConditionTrue ||
+		u.Message != "The target apps/v1.Deployment/child-rs has a parent controller but it should point to a topmost well-known or scalable controller" {
+		t.Errorf("ConfigUnsupported = %+v", u)
+	}
+	// Unchanged status keeps its transition time.
+	h.clk.Step(time.Hour)
+	h.loop()
+	if rp := h.condition(h.vpa("ns", "nopods"), vpav1.RecommendationProvided); !rp.LastTransitionTime.Equal(&firstTransition) {
+		t.Errorf("transition time moved from %v to %v without a change", firstTransition, rp.LastTransitionTime)
+	}
+	// Pods appear: NoPodsMatched goes away, RecommendationProvided flips.
+	h.addPod("ns", "nopods-1", "nopods", 100, 100*mi, "app")
+	h.loop()
+	v = h.vpa("ns", "nopods")
+	if c := h.condition(v, vpav1.NoPodsMatched); c != nil {
+		t.Errorf("NoPodsMatched still present: %+v", c)
+	}
+	if rp := h.condition(v, vpav1.RecommendationProvided); rp.Status != corev1.ConditionTrue || rp.LastTransitionTime.Equal(&firstTransition) {
+		t.Errorf("RecommendationProvided = %+v, want True with a new transition time", rp)
+	}
+}
+
+func TestFetchingHistoryCondition(t *testing.T) {
+	h := newHarness(t, nil)
+	fetching := true
+	h.rec.deps.FetchingHistory = func() bool { return fetching }
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	h.loops(2)
+	if c := h.condition(h.vpa("ns", "web"), vpav1.FetchingHistory); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("FetchingHistory = %+v, want True while loading", c)
+	}
+	h.clk.Step(time.Hour) // checkpoints would be due, but not while history loads
+	h.loop()
+	if n := h.count("create", "verticalpodautoscalercheckpoints"); n != 0 {
+		t.Errorf("checkpoints written while fetching history: %d", n)
+	}
+	fetching = false
+	h.loop()
+	if c := h.condition(h.vpa("ns", "web"), vpav1.FetchingHistory); c != nil {
+		t.Errorf("FetchingHistory still present: %+v", c)
+	}
+}
+
+func TestFiltering(t *testing.T) {
+	tests := map[string]struct {
+		name       string
+		ns         namespaces.Options
+		vpaNS      string
+		recommends []string
+		handled    bool
+	}{
+		"default handles unnamed":           {name: "default", vpaNS: "a", handled: true},
+		"default handles default":           {name: "default", vpaNS: "a", recommends: []string{"default"}, handled: true},
+		"default skips other":               {name: "default", vpaNS: "a", recommends: []string{"other"}},
+		"named skips unnamed":               {name: "mine", vpaNS: "a"},
+		"named handles its name":            {name: "mine", vpaNS: "a", recommends: []string{"mine"}, handled: true},
+		"namespace flag includes":           {name: "default", ns: namespaces.Options{Namespace: "a"}, vpaNS: "a", handled: true},
+		"namespace flag excludes":           {name: "default", ns: namespaces.Options{Namespace: "a"}, vpaNS: "b"},
+		"ignored namespace":                 {name: "default", ns: namespaces.Options{Ignored: "x, b"}, vpaNS: "b"},
+		"namespace not in the ignored list": {name: "default", ns: namespaces.Options{Ignored: "x,b"}, vpaNS: "a", handled: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.RecommenderName = tc.name
+				c.Namespaces = tc.ns.Filter()
+			})
+			var opts []vpaOpt
+			for _, r := range tc.recommends {
+				opts = append(opts, withRecommender(r))
+			}
+			h.addVPA(tc.vpaNS, "web", "web", opts...)
+			h.addPod(tc.vpaNS, "web-1", "web", 300, 200*mi, "app")
+			h.loops(2)
+			got := h.vpa(tc.vpaNS, "web").Status.Recommendation != nil
+			if got != tc.handled {
+				t.Errorf("handled = %v, want %v", got, tc.handled)
+			}
+			if !tc.handled && h.count("patch", "verticalpodautoscalers/status") != 0 {
+				t.Error("wrote the status of a VPA it does not handle")
+			}
+		})
+	}
+}
+
+func TestRemovedContainerLeavesRecommendation(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app", "sidecar")
+	h.loops(3)
+	if got := containers(h.vpa("ns", "web")); len(got) != 2 {
+		t.Fatalf("containers = %v, want app and sidecar", got)
+	}
+	// Rollout without the sidecar: the new pod replaces the old one.
+	h.deletePod("ns", "web-1")
+	h.addPod("ns", "web-2", "web", 300, 200*mi, "app")
+	h.loop()
+	if got := containers(h.vpa("ns", "web")); len(got) != 1 || got[0] != "app" {
+		t.Errorf("containers after removal = %v, want [app]", got)
+	}
+	// With one container left the pod minimum is not split any more.
+	if _, mem := targetOf(t, h.vpa("ns", "web"), "app"); mem != "250Mi" {
+		t.Errorf("memory target = %s, want the whole 250Mi pod minimum", mem)
+	}
+	// Scaled to zero: the last recommendation stays for the next pod.
+	h.deletePod("ns", "web-2")
+	h.loop()
+	if got := containers(h.vpa("ns", "web")); len(got) != 1 {
+		t.Errorf("containers with no pods = %v, want the last recommendation kept", got)
+	}
+}
+
+func TestInitContainersAndMetricsOutage(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	obj, _, _ := h.pods.GetByKey("ns/web-1")
+	p := obj.(*corev1.Pod).DeepCopy()
+	p.Spec.InitContainers = []corev1.Container{{Name: "init"}}
+	_ = h.pods.Update(p)
+	h.loops(3)
+	if got := containers(h.vpa("ns", "web")); len(got) != 1 || got[0] != "app" {
+		t.Errorf("containers = %v, want only app (init containers excluded)", got)
+	}
+	before := h.vpa("ns", "web").Status
+	h.metricErr = errors.New("metrics-server unavailable")
+	h.loops(3)
+	if StatusChanged(before, h.vpa("ns", "web").Status) {
+		t.Error("status changed during a metrics-server outage")
+	}
+}
+
+func TestOOMBumpsMemory(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 400*mi, "app")
+	h.loops(2)
+	h.ooms = []input.OOM{{Pod: podID("ns", "web-1"), Container: "app", Time: h.clk.Now(), Memory: 500 * mi}}
+	h.loop()
+	_, mem := targetOf(t, h.vpa("ns", "web"), "app")
+	q := resource.MustParse(mem)
+	// max(500Mi+100Mi, 500Mi×1.2) = 600Mi, in a bucket above it, plus 15%.
+	if q.Value() < 600*mi*115/100 {
+		t.Errorf("memory target after OOM = %s, want at least 690Mi", mem)
+	}
+}
