@@ -45,6 +45,9 @@ func Main(ctx context.Context, args []string) error {
 	fs := pflag.NewFlagSet("vpa-admission-controller", pflag.ContinueOnError)
 	o.AddFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return nil
+		}
 		return err
 	}
 	if errs := o.Validate(); len(errs) > 0 {
