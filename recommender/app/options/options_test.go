@@ -1,0 +1,93 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestDefaults(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	want := map[string]string{
+		"recommender-name": "default", "recommender-interval": "1m0s", "checkpoints-gc-interval": "10m0s",
+		"checkpoints-timeout": "1m0s", "checkpoints-write-interval": "10m0s", "min-checkpoints": "10",
+		"update-worker-count": "10", "address": ":8942", "storage": "", "memory-saver": "false",
+		"recommendation-margin-fraction": "0.15", "pod-recommendation-min-cpu-millicores": "25",
+		"pod-recommendation-min-memory-mb": "250", "target-cpu-percentile": "0.9",
+		"recommendation-lower-bound-cpu-percentile": "0.5", "recommendation-upper-bound-cpu-percentile": "0.95",
+		"confidence-interval-cpu": "24h0m0s", "target-memory-percentile": "0.9",
+		"recommendation-lower-bound-memory-percentile": "0.5", "recommendation-upper-bound-memory-percentile": "0.95",
+		"confidence-interval-memory": "24h0m0s", "humanize-memory": "false", "round-cpu-millicores": "1",
+		"round-memory-bytes": "1", "memory-aggregation-interval": "24h0m0s", "memory-aggregation-interval-count": "8",
+		"memory-histogram-decay-half-life": "24h0m0s", "cpu-histogram-decay-half-life": "24h0m0s",
+		"oom-bump-up-ratio": "1.2", "oom-min-bump-up-bytes": "1.048576e+08", "cpu-integer-post-processor-enabled": "false",
+		"container-recommendation-max-allowed-cpu": "", "container-recommendation-max-allowed-memory": "",
+		"use-external-metrics": "false", "prometheus-address": "http://prometheus.monitoring.svc",
+		"prometheus-cadvisor-job-name": "kubernetes-cadvisor", "history-length": "8d", "history-resolution": "1h",
+		"history-cpu-metric": "container_cpu_usage_seconds_total", "history-memory-metric": "container_memory_working_set_bytes",
+		"prometheus-query-timeout": "5m", "pod-label-prefix": "pod_label_", "metric-for-pod-labels": `up{job="kubernetes-pods"}`,
+		"pod-namespace-label": "kubernetes_namespace", "pod-name-label": "kubernetes_pod_name", "container-namespace-label": "namespace",
+		"container-pod-name-label": "pod_name", "container-name-label": "name", "kube-api-qps": "50", "kube-api-burst": "100",
+		"leader-elect": "false", "leader-elect-resource-name": "vpa-recommender-lease", "leader-elect-resource-namespace": "kube-system",
+		"vpa-object-namespace": "", "ignored-vpa-object-namespaces": "", "v": "4", "estimator": "percentile",
+	}
+	for name, def := range want {
+		f := fs.Lookup(name)
+		if f == nil {
+			t.Errorf("flag --%s missing", name)
+			continue
+		}
+		if f.DefValue != def {
+			t.Errorf("--%s default = %q, want %q", name, f.DefValue, def)
+		}
+	}
+	if err := o.Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		args    []string
+		wantErr string
+	}{
+		"namespace flags exclusive": {args: []string{"--vpa-object-namespace=a", "--ignored-vpa-object-namespaces=b"}, wantErr: "mutually exclusive"},
+		"prometheus auth exclusive": {args: []string{"--username=u", "--prometheus-bearer-token=t"}, wantErr: "mutually exclusive"},
+		"bad storage":               {args: []string{"--storage=disk"}, wantErr: "--storage"},
+		"bad max allowed":           {args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "max-allowed-cpu"},
+		"zero interval":             {args: []string{"--recommender-interval=0"}, wantErr: "--recommender-interval"},
+		"zero workers":              {args: []string{"--update-worker-count=0"}, wantErr: "--update-worker-count"},
+		"unknown estimator":         {args: []string{"--estimator=magic"}, wantErr: "--estimator"},
+		"fine":                      {args: []string{"--vpa-object-namespace=a", "--recommender-interval=5s"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+			o.AddFlags(fs)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error = %v, want containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	o := NewOptions()
+	o.MaxAllowedCPU = "2"
+	if cfg := o.EstimatorConfig(); cfg.MaxAllowed.Cpu().String() != "2" {
+		t.Errorf("max allowed not applied: %v", cfg.MaxAllowed)
+	}
+	_ = time.Second
+}

@@ -1,0 +1,128 @@
+package input
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+var finished = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+func pod(request string, statuses ...corev1.ContainerStatus) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(request)}}}}},
+		Status: corev1.PodStatus{ContainerStatuses: statuses},
+	}
+}
+
+func running(restarts int32, lastOOM bool) corev1.ContainerStatus {
+	s := corev1.ContainerStatus{Name: "app", RestartCount: restarts, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	if lastOOM {
+		s.LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled", FinishedAt: finished}
+	}
+	return s
+}
+
+func terminated(restarts int32, reason string) corev1.ContainerStatus {
+	return corev1.ContainerStatus{Name: "app", RestartCount: restarts, State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Reason: reason, FinishedAt: finished}}}
+}
+
+func TestPodOOMs(t *testing.T) {
+	tests := map[string]struct {
+		old, new *corev1.Pod
+		want     []model.ResourceAmount
+	}{
+		"running to OOMKilled":           {old: pod("100Mi", running(0, false)), new: pod("100Mi", terminated(0, "OOMKilled")), want: []model.ResourceAmount{100 << 20}},
+		"terminated again after restart": {old: pod("100Mi", terminated(1, "OOMKilled")), new: pod("100Mi", terminated(2, "OOMKilled")), want: []model.ResourceAmount{100 << 20}},
+		"still the same termination":     {old: pod("100Mi", terminated(1, "OOMKilled")), new: pod("100Mi", terminated(1, "OOMKilled"))},
+		"other termination reason":       {old: pod("100Mi", running(0, false)), new: pod("100Mi", terminated(0, "Error"))},
+		"restarted after OOM, old request": {
+			old: pod("100Mi", running(0, false)), new: pod("300Mi", running(1, true)), want: []model.ResourceAmount{100 << 20},
+		},
+		"restarted after a crash": {old: pod("100Mi", running(0, false)), new: pod("100Mi", running(1, false))},
+		"status resources win": {
+			old: pod("100Mi", running(0, false)),
+			new: func() *corev1.Pod {
+				s := terminated(0, "OOMKilled")
+				s.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("200Mi")}}
+				return pod("100Mi", s)
+			}(),
+			want: []model.ResourceAmount{200 << 20},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := PodOOMs(tc.old, tc.new)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %+v, want %d OOMs", got, len(tc.want))
+			}
+			for i, o := range got {
+				if o.Memory != tc.want[i] || o.Container != "app" || !o.Time.Equal(finished.Time) || o.Pod.Name != "p" {
+					t.Errorf("OOM %d = %+v, want memory %d at %v", i, o, tc.want[i], finished)
+				}
+			}
+		})
+	}
+}
+
+func TestEvictionOOMs(t *testing.T) {
+	ev := func(ann map[string]string) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Annotations: ann, CreationTimestamp: finished},
+			Reason:         "Evicted",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "ns", Name: "p"},
+		}
+	}
+	tests := map[string]struct {
+		ev   *corev1.Event
+		want map[string]model.ResourceAmount
+	}{
+		"memory starved": {ev: ev(map[string]string{"offending_containers": "a,b", "offending_containers_usage": "100Mi,5m", "starved_resource": "memory,cpu"}),
+			want: map[string]model.ResourceAmount{"a": 100 << 20}},
+		"length mismatch": {ev: ev(map[string]string{"offending_containers": "a,b", "offending_containers_usage": "100Mi", "starved_resource": "memory,memory"})},
+		"no annotations":  {ev: ev(nil)},
+		"bad quantity":    {ev: ev(map[string]string{"offending_containers": "a", "offending_containers_usage": "lots", "starved_resource": "memory"})},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := EvictionOOMs(tc.ev)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %+v, want %v", got, tc.want)
+			}
+			for _, o := range got {
+				if tc.want[o.Container] != o.Memory || !o.Time.Equal(finished.Time) {
+					t.Errorf("unexpected OOM %+v", o)
+				}
+			}
+		})
+	}
+}
+
+func TestObserverDropsWhenFull(t *testing.T) {
+	o := NewOOMObserver()
+	old, cur := pod("100Mi", running(0, false)), pod("100Mi", terminated(0, "OOMKilled"))
+	for range OOMBufferSize + 10 {
+		o.OnPodUpdate(old, cur)
+	}
+	if got := len(o.Drain()); got != OOMBufferSize {
+		t.Errorf("drained %d, want %d", got, OOMBufferSize)
+	}
+	if got := len(o.Drain()); got != 0 {
+		t.Errorf("second drain = %d, want 0", got)
+	}
+}
+
+func TestStripManagedFields(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	if _, err := StripManagedFields(p); err != nil || p.ManagedFields != nil {
+		t.Errorf("managedFields kept: %v %v", p.ManagedFields, err)
+	}
+}
