@@ -20,7 +20,9 @@ func ConfigForVPA(cfg Config, vpa *vpav1.VerticalPodAutoscaler, perVPAConfig boo
 // PodInputFor converts a pod and its (already capped) recommendation into
 // the rule's input. observed names the containers to consider (the pod's
 // vpaObservedContainers annotation); nil means every container. Requests are
-// read from the pod spec, which a resize updates.
+// the ones the container runs with: status.containerStatuses[].resources when
+// the kubelet reports them (a pending or infeasible resize has not changed
+// them yet), else the pod spec.
 func PodInputFor(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, observed []string, now time.Time) PodInput {
 	var in PodInput
 	if pod.Status.StartTime != nil {
@@ -40,7 +42,7 @@ func PodInputFor(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vp
 		}
 		c := ContainerInput{
 			Name:       container.Name,
-			Requests:   container.Resources.Requests,
+			Requests:   currentRequests(pod, container),
 			ScalingOff: vpav1.GetContainerResourcePolicy(container.Name, policy).ScalingMode() == vpav1.ContainerScalingModeOff,
 		}
 		if r := containerRecommendation(rec, container.Name); r != nil {
@@ -83,4 +85,13 @@ func lastOOMRuntime(pod *corev1.Pod, name string) *time.Duration {
 		return &d
 	}
 	return nil
+}
+
+func currentRequests(pod *corev1.Pod, container corev1.Container) corev1.ResourceList {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == container.Name && status.Resources != nil {
+			return status.Resources.Requests
+		}
+	}
+	return container.Resources.Requests
 }

@@ -61,6 +61,11 @@ func TestEvaluatePod(t *testing.T) {
 		"per-VPA OOM threshold": {
 			pod: pod("180m", "200m", oom(20*time.Minute)), perVPA: ptr(int32(3600)), want: ReasonQuickOOM, update: true,
 		},
+		"status resources win over the spec": {
+			pod: pod("200m", "200m", func(p *corev1.Pod) {
+				p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{Requests: rl("100m", "")}}}
+			}), want: ReasonOutsideRange, update: true,
+		},
 		"no start time": {
 			pod: pod("180m", "200m", func(p *corev1.Pod) { p.Status.StartTime = nil }), want: ReasonNoStartTime,
 		},
