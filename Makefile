@@ -67,6 +67,7 @@ manifests: ## Render deploy/ (kustomize) into _output/openvpa.yaml.
 update: ## Regenerate clients, CRDs and docs.
 	hack/update-codegen.sh
 	hack/update-crds.sh
+	hack/update-flags-docs.sh
 
 .PHONY: verify
 verify: ## gofmt, go vet, generated code and CRDs up to date.
@@ -74,6 +75,7 @@ verify: ## gofmt, go vet, generated code and CRDs up to date.
 	$(GO) vet ./...
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
+	hack/verify-flags-docs.sh
 
 .PHONY: help
 help: ## Show this help.
