@@ -6,7 +6,7 @@
 #   hack/cluster/build.sh          # build what is missing
 #   hack/cluster/build.sh --print  # print the bin folder
 set -euo pipefail
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ "${1:-}" == "--print" ]]; then
@@ -35,13 +35,16 @@ package_of() {
 
 # The versions in lib.sh go into ldflags and the docs; refuse to build if the pins disagree.
 check_pins() {
-  local want
-  for want in "k8s k8s.io/kubernetes ${K8S_VERSION}" "etcd go.etcd.io/etcd/server/v3 ${ETCD_VERSION}" \
-    "kwok sigs.k8s.io/kwok ${KWOK_VERSION}" "metrics-server sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}"; do
-    set -- ${want}
-    grep -qE "^[[:space:]]*(require )?$2 $3( |\$)" "${TOOLS_DIR}/$1/go.mod" ||
-      die "${TOOLS_DIR}/$1/go.mod does not pin $2 $3 (lib.sh and the tools modules disagree)"
-  done
+  local tool module version
+  while read -r tool module version; do
+    grep -qE "^[[:space:]]*(require )?${module} ${version}( |\$)" "${TOOLS_DIR}/${tool}/go.mod" ||
+      die "${TOOLS_DIR}/${tool}/go.mod does not pin ${module} ${version} (lib.sh and the tools modules disagree)"
+  done <<PINS
+k8s k8s.io/kubernetes ${K8S_VERSION}
+etcd go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
+kwok sigs.k8s.io/kwok ${KWOK_VERSION}
+metrics-server sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}
+PINS
 }
 
 k8s_ldflags() {

@@ -7,7 +7,7 @@
 #   hack/cluster/down.sh           # stop, keep state (the next up.sh restarts in seconds)
 #   hack/cluster/down.sh --wipe    # stop and delete CLUSTER_DIR (certificates, etcd data, logs)
 set -euo pipefail
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PIDS=${CLUSTER_DIR}/pids

@@ -3,7 +3,7 @@
 # $CLUSTER_DIR/pki): the cluster CA, the front-proxy CA, serving and client certificates, and the
 # ServiceAccount signing key pair. Does nothing if the folder is already complete.
 set -euo pipefail
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PKI_DIR=${1:-${CLUSTER_DIR}/pki}

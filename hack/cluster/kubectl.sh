@@ -4,7 +4,7 @@
 #
 #   hack/cluster/kubectl.sh get nodes
 set -euo pipefail
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 if [[ ! -x "${BIN_DIR}/kubectl" ]]; then

@@ -1,4 +1,4 @@
-# shellcheck shell=bash
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this file
 # Shared settings for the hack/cluster scripts. Sourced, never run.
 #
 # Every setting can be overridden from the environment, so a second cluster can run beside the
@@ -17,6 +17,8 @@ METRICS_SERVER_VERSION=v0.8.0
 
 # Runtime state: PKI, etcd data, logs, PID files, kubeconfigs.
 CLUSTER_DIR=${CLUSTER_DIR:-${REPO_ROOT}/_output/cluster}
+# Absolute, because down.sh recognises the cluster's processes by this path in their arguments.
+CLUSTER_DIR=$(realpath -m "${CLUSTER_DIR}")
 ETCD_PORT=${ETCD_PORT:-2379}
 ETCD_PEER_PORT=${ETCD_PEER_PORT:-2380}
 APISERVER_PORT=${APISERVER_PORT:-6443}

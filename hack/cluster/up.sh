@@ -10,7 +10,7 @@
 # end of the failing component's log. State lives in CLUSTER_DIR (default _output/cluster);
 # ports come from the environment (see lib.sh), so a second cluster can run beside the first.
 set -euo pipefail
-# shellcheck source=hack/cluster/lib.sh
+# shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PKI=${CLUSTER_DIR}/pki
@@ -54,7 +54,8 @@ start() {
   if running "${name}"; then
     return 0
   fi
-  setsid "${BIN_DIR}/${name}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 &
+  # 8>&-: the component must not inherit the lock held by this script, or it would hold it forever.
+  setsid "${BIN_DIR}/${name}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 8>&- &
   echo "$!" >"${PIDS}/${name}.pid"
 }
 
@@ -172,8 +173,10 @@ main() {
   "${CLUSTER_HACK_DIR}/build.sh"
   mkdir -p "${LOGS}" "${PIDS}"
   # Parallel callers (several test packages at once) take turns; the second finds it running.
-  exec 8>"${CLUSTER_DIR}/.up.lock"
-  flock 8
+  exec 8>"${CLUSTER_DIR}/cluster-up.lock"
+  if ! flock --timeout 600 8; then
+    die "another cluster-up has held ${CLUSTER_DIR}/cluster-up.lock for 10 minutes"
+  fi
 
   "${CLUSTER_HACK_DIR}/gencerts.sh" "${PKI}"
   write_kubeconfig "${ADMIN_KUBECONFIG}" kubernetes-admin "${PKI}/admin.crt" "${PKI}/admin.key"
