@@ -109,10 +109,7 @@ func (w Workload) PodTemplate() corev1.PodTemplateSpec {
 	if len(containers) == 0 {
 		containers = []Container{{Name: "app", Requests: Resources("100m", "64Mi")}}
 	}
-	spec := corev1.PodSpec{
-		// KWOK removes deleted pods at once; a grace period would only matter to a real kubelet.
-		TerminationGracePeriodSeconds: new(int64),
-	}
+	var spec corev1.PodSpec
 	for _, c := range containers {
 		spec.Containers = append(spec.Containers, corev1.Container{
 			Name:      c.Name,

@@ -71,7 +71,7 @@ wait_ready() {
     if ((SECONDS >= deadline)); then
       fail_with_log "${name}" "${name} not ready after ${2}s"
     fi
-    sleep 0.2
+    sleep 0.1
   done
 }
 

@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openvpa/openvpa/e2e/framework"
+)
+
+// portNames are the ports hack/cluster takes from the environment.
+var portNames = []string{
+	"ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KCM_PORT", "SCHEDULER_PORT", "KWOK_PORT", "METRICS_SERVER_PORT",
+}
+
+// freePorts asks the kernel for n distinct unused loopback ports.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var ports []string
+	var listeners []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
+	}
+	for _, l := range listeners {
+		l.Close()
+	}
+	return ports
+}
+
+// instance is a second control plane with its own state folder and ports, so starting and
+// stopping it leaves the shared cluster that other tests use alone.
+type instance struct {
+	root, dir string
+	env       []string
+	ports     []string
+}
+
+func (in *instance) run(t *testing.T, script string) (string, time.Duration) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(in.root, "hack", "cluster", script))
+	cmd.Dir = in.root
+	cmd.Env = append(os.Environ(), in.env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out.String())
+	}
+	return out.String(), took
+}
+
+func (in *instance) pids(t *testing.T) map[string]int {
+	t.Helper()
+	pids := map[string]int{}
+	files, err := filepath.Glob(filepath.Join(in.dir, "pids", "*.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		pids[strings.TrimSuffix(filepath.Base(f), ".pid")] = pid
+	}
+	return pids
+}
+
+// alive reports whether the process exists and is not a zombie (an exited process that its
+// parent, here whatever adopted the detached components, has not reaped yet).
+func alive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name: "pid (comm) S ...".
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
+}
+
+func listening(port string) bool {
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:"+port, time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// TestClusterDownUp starts a second control plane, restarts it, checks that cluster-up reuses a
+// running cluster, and that cluster-down leaves no process and no listening port behind.
+func TestClusterDownUp(t *testing.T) {
+	shared := framework.Start(t) // for the repository root and to have the binaries built
+	in := &instance{root: shared.RepoRoot, dir: filepath.Join(t.TempDir(), "cluster")}
+	in.ports = freePorts(t, len(portNames))
+	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2"}
+	for i, name := range portNames {
+		in.env = append(in.env, name+"="+in.ports[i])
+	}
+	t.Cleanup(func() {
+		// Whatever happened, do not leave the second cluster running.
+		cmd := exec.Command(filepath.Join(in.root, "hack", "cluster", "down.sh"))
+		cmd.Env = append(os.Environ(), in.env...)
+		_ = cmd.Run()
+	})
+
+	_, fresh := in.run(t, "up.sh")
+	t.Logf("cluster-up with new state: %s", fresh.Round(100*time.Millisecond))
+	first := in.pids(t)
+	if len(first) != 6 {
+		t.Fatalf("PID files for %v, want the 6 components", first)
+	}
+
+	_, reused := in.run(t, "up.sh")
+	t.Logf("cluster-up of a running cluster: %s", reused.Round(100*time.Millisecond))
+	for name, pid := range in.pids(t) {
+		if first[name] != pid {
+			t.Errorf("cluster-up restarted a running %s (pid %d, then %d)", name, first[name], pid)
+		}
+	}
+
+	in.run(t, "down.sh")
+	_, restart := in.run(t, "up.sh")
+	t.Logf("cluster-up with existing state (warm): %s", restart.Round(100*time.Millisecond))
+	if restart > 20*time.Second {
+		t.Errorf("warm cluster-up took %s, want under 20s", restart)
+	}
+
+	c, err := framework.Connect(in.root, in.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "type=kwok"})
+	if err != nil || len(nodes.Items) != 2 {
+		t.Fatalf("second cluster: nodes %v, err %v", nodes, err)
+	}
+
+	running := in.pids(t)
+	in.run(t, "down.sh")
+	for name, pid := range running {
+		if alive(pid) {
+			t.Errorf("%s (pid %d) still running after cluster-down", name, pid)
+		}
+	}
+	for i, port := range in.ports {
+		if listening(port) {
+			t.Errorf("%s %s still listening after cluster-down", portNames[i], port)
+		}
+	}
+	if left := in.pids(t); len(left) != 0 {
+		t.Errorf("PID files left after cluster-down: %v", left)
+	}
+}

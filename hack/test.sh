@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test of the main module: unit, integration and e2e. The e2e packages need the local
+# control plane, so it is brought up first (built on a fresh machine, reused when running); if it
+# cannot start, the run fails here and says why instead of letting e2e tests skip.
+#
+#   hack/test.sh                 (or: make test)
+#   hack/test.sh -run TestOOM    extra arguments go to go test
+#   TEST_TIMEOUT=90m hack/test.sh
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "${REPO_ROOT}"
+
+echo "==> local control plane (hack/cluster/up.sh)"
+if ! hack/cluster/up.sh; then
+  echo "FAIL: the local control plane did not start (see the messages above); e2e tests cannot run" >&2
+  exit 1
+fi
+
+echo "==> go test ./... (e2e packages share the cluster above, one namespace per test)"
+go test -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
