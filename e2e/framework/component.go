@@ -143,6 +143,19 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// Wait waits up to timeout for the process to exit by itself and returns how it ended
+// (nil for exit status 0). It fails the test if the process is still running at the deadline.
+func (p *Process) Wait(t testing.TB, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(timeout):
+		t.Fatalf("%s still running after %s", p.Name, timeout)
+		return nil
+	}
+}
+
 // Log returns what the process has written so far.
 func (p *Process) Log() string {
 	data, err := os.ReadFile(p.LogPath)
