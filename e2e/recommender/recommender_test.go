@@ -474,3 +474,28 @@ func TestOtherRecommendersVPAIsLeftAlone(t *testing.T) {
 	e.waitForTarget(t, e.ns, "mine", "app", "350m", "250Mi")
 	e.assertUntouched(t, e.ns, "theirs")
 }
+
+func TestGracefulShutdownWritesCheckpoints(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.c.CreateDeployment(t, e.ns, steady("web"))
+	e.createVPA(t, e.ns, "web", "apps/v1", "Deployment", "web")
+	// A write interval far longer than the test: only the shutdown can be
+	// relied on to write (the first scheduled write falls somewhere in the
+	// first hour).
+	p := e.run(t, "--vpa-object-namespace="+e.ns, "--checkpoints-write-interval=24h")
+	e.waitForTarget(t, e.ns, "web", "app", "350m", "250Mi")
+	stopped := time.Now().Add(-time.Second).Truncate(time.Second)
+	p.Stop(t)
+	if done, err := p.Exited(); !done || err != nil {
+		t.Fatalf("recommender did not exit cleanly after SIGTERM: exited=%v err=%v\n%s", done, err, p.Log())
+	}
+	cp, err := e.checkpoint(t, "web-app")
+	if err != nil {
+		t.Fatalf("no checkpoint after graceful shutdown: %v\n%s", err, p.Log())
+	}
+	if cp.Status.LastUpdateTime.Time.Before(stopped) || cp.Status.TotalSamplesCount == 0 {
+		t.Errorf("checkpoint not written at shutdown: lastUpdateTime %v (stop at %v), %d samples",
+			cp.Status.LastUpdateTime, stopped, cp.Status.TotalSamplesCount)
+	}
+}

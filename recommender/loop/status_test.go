@@ -1,0 +1,130 @@
+package loop
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+)
+
+func rl(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+func status(target, lower, upper string, conds ...vpav1.VerticalPodAutoscalerCondition) vpav1.VerticalPodAutoscalerStatus {
+	gen := int64(1)
+	return vpav1.VerticalPodAutoscalerStatus{
+		ObservedGeneration: &gen,
+		Conditions:         conds,
+		Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
+			ContainerName: "app", Target: rl(target, "250Mi"), UncappedTarget: rl(target, "250Mi"),
+			LowerBound: rl(lower, "250Mi"), UpperBound: rl(upper, "250Mi"),
+		}}},
+	}
+}
+
+func TestNeedsWrite(t *testing.T) {
+	now := start
+	provided := vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)}
+	tests := map[string]struct {
+		old, new  vpav1.VerticalPodAutoscalerStatus
+		lastWrite time.Time
+		want      bool
+	}{
+		"identical":                  {old: status("350m", "300m", "400m"), new: status("350m", "300m", "400m"), lastWrite: now, want: false},
+		"same value, other notation": {old: status("0.35", "300m", "400m"), new: status("350m", "300m", "400m"), lastWrite: now, want: false},
+		"target changed":             {old: status("350m", "300m", "400m"), new: status("351m", "300m", "400m"), lastWrite: now, want: true},
+		"small bound drift, recent":  {old: status("350m", "300m", "400m"), new: status("350m", "300m", "410m"), lastWrite: now, want: false},
+		"small bound drift, stale":   {old: status("350m", "300m", "400m"), new: status("350m", "300m", "410m"), lastWrite: now.Add(-10 * time.Minute), want: true},
+		"large bound move":           {old: status("350m", "300m", "400m"), new: status("350m", "300m", "500m"), lastWrite: now, want: true},
+		"condition added":            {old: status("350m", "300m", "400m"), new: status("350m", "300m", "400m", provided), lastWrite: now, want: true},
+		"recommendation appears":     {old: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, new: status("350m", "300m", "400m"), lastWrite: now, want: true},
+		"observedGeneration moves":   {old: vpav1.VerticalPodAutoscalerStatus{}, new: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, lastWrite: now, want: true},
+		"sub-second transition time only": {old: status("350m", "300m", "400m", provided), new: func() vpav1.VerticalPodAutoscalerStatus {
+			p := provided
+			p.LastTransitionTime = metav1.NewTime(start.Add(300 * time.Millisecond))
+			return status("350m", "300m", "400m", p)
+		}(), lastWrite: now, want: false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := NeedsWrite(tc.old, tc.new, tc.lastWrite, now, 10*time.Minute); got != tc.want {
+				t.Errorf("NeedsWrite = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildStatus(t *testing.T) {
+	rec := status("350m", "300m", "400m").Recommendation
+	earlier := metav1.NewTime(start.Add(-time.Hour))
+	vpa := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
+	vpa.Status.Conditions = []vpav1.VerticalPodAutoscalerCondition{
+		{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue, LastTransitionTime: earlier},
+		{Type: vpav1.ConfigDeprecated, Status: corev1.ConditionTrue},
+	}
+	tests := map[string]struct {
+		facts Facts
+		want  map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus
+	}{
+		"provided with a week of history": {
+			facts: Facts{Recommendation: rec, Confidence: map[string]float64{"app": 7}, PodsMatched: true},
+			want:  map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{vpav1.RecommendationProvided: corev1.ConditionTrue},
+		},
+		"low confidence": {
+			facts: Facts{Recommendation: rec, Confidence: map[string]float64{"app": 0.5}, PodsMatched: true},
+			want: map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{
+				vpav1.RecommendationProvided: corev1.ConditionTrue, vpav1.LowConfidence: corev1.ConditionTrue},
+		},
+		"no pods, kept recommendation": {
+			facts: Facts{Recommendation: rec, Confidence: map[string]float64{"app": 2}},
+			want: map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{
+				vpav1.RecommendationProvided: corev1.ConditionTrue, vpav1.NoPodsMatched: corev1.ConditionTrue},
+		},
+		"unsupported, nothing": {
+			facts: Facts{Unsupported: "Cannot read targetRef", FetchingHistory: true},
+			want: map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{
+				vpav1.RecommendationProvided: corev1.ConditionFalse, vpav1.NoPodsMatched: corev1.ConditionTrue,
+				vpav1.ConfigUnsupported: corev1.ConditionTrue, vpav1.FetchingHistory: corev1.ConditionTrue},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			st := BuildStatus(vpa, tc.facts, start)
+			if st.ObservedGeneration == nil || *st.ObservedGeneration != 3 {
+				t.Errorf("observedGeneration = %v", st.ObservedGeneration)
+			}
+			got := map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{}
+			for i, c := range st.Conditions {
+				got[c.Type] = c.Status
+				if i > 0 && st.Conditions[i-1].Type >= c.Type {
+					t.Errorf("conditions not sorted: %v", st.Conditions)
+				}
+				if c.Type == vpav1.RecommendationProvided {
+					keep := c.Status == corev1.ConditionTrue
+					if keep != c.LastTransitionTime.Equal(&earlier) {
+						t.Errorf("RecommendationProvided transition time %v (status %s)", c.LastTransitionTime, c.Status)
+					}
+					if c.Status == corev1.ConditionFalse && c.Reason != ReasonNoPodsMatched {
+						t.Errorf("RecommendationProvided False reason %q", c.Reason)
+					}
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("conditions = %v, want %v", got, tc.want)
+			}
+			for k, v := range tc.want {
+				if got[k] != v {
+					t.Errorf("%s = %q, want %q", k, got[k], v)
+				}
+			}
+			if (st.Recommendation != nil) != (tc.facts.Recommendation != nil) {
+				t.Errorf("recommendation = %v", st.Recommendation)
+			}
+		})
+	}
+}
