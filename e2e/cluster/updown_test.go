@@ -142,10 +142,8 @@ func TestClusterDownUp(t *testing.T) {
 
 	in.run(t, "down.sh")
 	_, restart := in.run(t, "up.sh")
+	// Logged, not asserted: timings depend on the machine's load (see hack/cluster/README.md).
 	t.Logf("cluster-up with existing state (warm): %s", restart.Round(100*time.Millisecond))
-	if restart > 20*time.Second {
-		t.Errorf("warm cluster-up took %s, want under 20s", restart)
-	}
 
 	c, err := framework.Connect(in.root, in.dir)
 	if err != nil {

@@ -45,7 +45,9 @@ cache_key() {
 }
 
 CACHE_ROOT=${OPENVPA_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openvpa}
+# Computed once (it runs go env); scripts that call each other pass it on in CLUSTER_BIN_DIR.
 BIN_DIR=${CLUSTER_BIN_DIR:-${CACHE_ROOT}/cluster-$(cache_key)/bin}
+export CLUSTER_BIN_DIR=${BIN_DIR}
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() {

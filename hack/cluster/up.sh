@@ -62,14 +62,14 @@ start() {
 # wait_ready <component> <timeout seconds> <command...>: polls the command until it succeeds;
 # fails early if the component's process has exited.
 wait_ready() {
-  local name=$1 deadline=$((SECONDS + $2))
+  local name=$1 timeout=$2 deadline=$((SECONDS + $2))
   shift 2
   until "$@" >/dev/null 2>&1; do
     if [[ -f "${PIDS}/${name}.pid" ]] && ! running "${name}"; then
       fail_with_log "${name}" "${name} exited during start-up"
     fi
     if ((SECONDS >= deadline)); then
-      fail_with_log "${name}" "${name} not ready after ${2}s"
+      fail_with_log "${name}" "${name} not ready after ${timeout}s"
     fi
     sleep 0.1
   done
@@ -79,6 +79,10 @@ wait_ready() {
 # atomically so readers never see half a file.
 write_kubeconfig() {
   local file=$1 user=$2 cert=$3 key=$4
+  if [[ -f "${file}" && "${file}" -nt "${cert}" ]] &&
+    grep -qx "    server: https://127.0.0.1:${APISERVER_PORT}" "${file}"; then
+    return 0
+  fi
   cat >"${file}.tmp" <<KUBECONFIG
 apiVersion: v1
 kind: Config
@@ -105,14 +109,34 @@ KUBECONFIG
 
 https_ok() { curl -sf --max-time 2 --cacert "${PKI}/ca.crt" "$@"; }
 
+# api_get <path>: GET from the apiserver as admin, with all white space removed so the JSON can
+# be matched with grep. Waits use it rather than kubectl, which costs a second per call on a busy
+# machine.
+api_get() {
+  https_ok --cert "${PKI}/admin.crt" --key "${PKI}/admin.key" "https://127.0.0.1:${APISERVER_PORT}$1" |
+    tr -d '[:space:]'
+}
+
+# nodes_ready: true when CLUSTER_NODES kwok nodes report Ready (the apiserver lists a
+# condition's type before its status).
+nodes_ready() {
+  local n
+  n=$(api_get "/api/v1/nodes?labelSelector=type%3Dkwok" | grep -o '"type":"Ready","status":"True"' | wc -l)
+  ((n >= CLUSTER_NODES))
+}
+
+metrics_available() {
+  api_get /apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io |
+    grep -q '"type":"Available","status":"True"'
+}
+
 # nodes_manifest prints the fake nodes that do not exist yet. Nodes keep the status they are
 # created with; kwok's node-initialize stage completes it and marks them Ready.
 nodes_manifest() {
-  local i name existing
-  existing=$(kubectl get nodes --selector=type=kwok --output=name)
+  local i name
   for ((i = 0; i < CLUSTER_NODES; i++)); do
     name=kwok-node-${i}
-    if grep -qx "node/${name}" <<<"${existing}"; then
+    if api_get "/api/v1/nodes/${name}" >/dev/null; then
       continue
     fi
     cat <<NODE
@@ -251,7 +275,7 @@ ENV
   wait_ready kube-controller-manager 60 https_ok "https://127.0.0.1:${KCM_PORT}/healthz"
   wait_ready kube-scheduler 60 https_ok "https://127.0.0.1:${SCHEDULER_PORT}/healthz"
   # The ServiceAccount admission plugin rejects pods until the namespace's "default" SA exists.
-  wait_ready kube-controller-manager 60 kubectl get serviceaccount default --namespace=default
+  wait_ready kube-controller-manager 60 api_get /api/v1/namespaces/default/serviceaccounts/default
   step "kube-controller-manager and kube-scheduler ready"
 
   start kwok --kubeconfig="${ADMIN_KUBECONFIG}" --config="${CLUSTER_HACK_DIR}/conf/kwok.yaml" \
@@ -260,11 +284,11 @@ ENV
     --tls-cert-file="${PKI}/serving.crt" --tls-private-key-file="${PKI}/serving.key"
   wait_ready kwok 30 https_ok "https://127.0.0.1:${KWOK_PORT}/healthz"
   local nodes
-  nodes=$(nodes_manifest) || fail_with_log kube-apiserver "could not list nodes"
+  nodes=$(nodes_manifest)
   if [[ -n "${nodes}" ]]; then
     kubectl create -f - >/dev/null <<<"${nodes}" || fail_with_log kwok "could not create the kwok nodes"
   fi
-  wait_ready kwok 60 kubectl wait --for=condition=Ready node --selector=type=kwok --timeout=2s
+  wait_ready kwok 60 nodes_ready
   step "kwok ready with ${CLUSTER_NODES} Ready nodes"
 
   # metrics-server requires --metric-resolution above --kubelet-request-timeout.
@@ -275,9 +299,12 @@ ENV
     --kubelet-preferred-address-types=InternalIP --kubelet-use-node-status-port --kubelet-insecure-tls \
     --metric-resolution=10s --kubelet-request-timeout=5s
   wait_ready metrics-server 30 https_ok "https://127.0.0.1:${METRICS_SERVER_PORT}/livez"
-  metrics_apiservice_manifest | kubectl apply --server-side --field-manager=openvpa-cluster-up -f - >/dev/null ||
-    fail_with_log metrics-server "could not register the metrics.k8s.io APIService"
-  wait_ready metrics-server 60 kubectl wait --for=condition=Available apiservice/v1beta1.metrics.k8s.io --timeout=2s
+  if ! api_get /apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io |
+    grep -q "\"port\":${METRICS_SERVER_PORT}[,}]"; then
+    metrics_apiservice_manifest | kubectl apply --server-side --force-conflicts --field-manager=openvpa-cluster-up -f - >/dev/null ||
+      fail_with_log metrics-server "could not register the metrics.k8s.io APIService"
+  fi
+  wait_ready metrics-server 60 metrics_available
   step "metrics-server ready behind apiservice/v1beta1.metrics.k8s.io"
 
   step "cluster ready: export KUBECONFIG=${ADMIN_KUBECONFIG}"
