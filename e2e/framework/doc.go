@@ -16,6 +16,9 @@
 //		c.WaitForPods(t, ns, "app=web", 3, framework.PodReady)
 //	}
 //
+// On a fresh machine the first start builds the control plane (several minutes); run
+// `make cluster-up` or `make test` first so that does not count against go test's timeout.
+//
 // Every test gets its own namespace, so tests and packages share one cluster and can run in
 // parallel. Waits poll with deadlines (WaitFor); nothing sleeps to synchronise. RunComponent
 // starts an OpenVPA component as a process that acts as a ServiceAccount, so it runs with the
