@@ -74,9 +74,10 @@ func (o *Options) Validate() error {
 }
 
 // Run calls run directly when leader election is off. Otherwise it waits for
-// the lease and calls run with a context that is cancelled when the lease is
-// lost; the lease is released when ctx is cancelled. It returns run's error,
-// or ErrLeaseLost when leadership ended while ctx was still live.
+// the lease and calls run, in the caller's goroutine, with a context that is
+// cancelled when the lease is lost; the lease is released once run returns or
+// ctx is cancelled. Run returns only after run has returned: run's error, or
+// ErrLeaseLost when leadership ended while ctx was still live.
 func Run(ctx context.Context, o Options, client kubernetes.Interface, run func(context.Context) error) error {
 	if !o.LeaderElect {
 		return run(ctx)
@@ -93,7 +94,7 @@ func Run(ctx context.Context, o Options, client kubernetes.Interface, run func(c
 		return fmt.Errorf("creating the leader election lock: %w", err)
 	}
 
-	var runErr error
+	leading := make(chan context.Context, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		LeaseDuration:   o.LeaseDuration,
@@ -104,7 +105,7 @@ func Run(ctx context.Context, o Options, client kubernetes.Interface, run func(c
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(leaderCtx context.Context) {
 				logger.Info("Acquired the leader lease", "lease", klog.KRef(o.ResourceNamespace, o.ResourceName), "identity", id)
-				runErr = run(leaderCtx)
+				leading <- leaderCtx
 			},
 			OnStoppedLeading: func() {
 				logger.Info("Stopped leading", "lease", klog.KRef(o.ResourceNamespace, o.ResourceName), "identity", id)
@@ -114,13 +115,33 @@ func Run(ctx context.Context, o Options, client kubernetes.Interface, run func(c
 	if err != nil {
 		return fmt.Errorf("configuring leader election: %w", err)
 	}
-	le.Run(ctx)
-	switch {
-	case runErr != nil:
-		return runErr
-	case ctx.Err() != nil:
-		return nil
-	default:
+
+	electCtx, stopElecting := context.WithCancel(ctx)
+	defer stopElecting()
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		le.Run(electCtx)
+	}()
+
+	select {
+	case leaderCtx := <-leading:
+		runErr := run(leaderCtx)
+		lost := leaderCtx.Err() != nil && ctx.Err() == nil
+		stopElecting()
+		<-electorDone
+		switch {
+		case runErr != nil:
+			return runErr
+		case lost:
+			return ErrLeaseLost
+		default:
+			return nil
+		}
+	case <-electorDone:
+		if ctx.Err() != nil {
+			return nil
+		}
 		return ErrLeaseLost
 	}
 }

@@ -59,3 +59,26 @@ func TestValidate(t *testing.T) {
 		t.Fatal("renew deadline equal to the lease duration must be rejected")
 	}
 }
+
+func TestRunReturnsOnlyAfterTheWorkFunction(t *testing.T) {
+	client := fake.NewClientset()
+	o := NewOptions("vpa-wait-lease")
+	o.LeaderElect = true
+	o.RetryPeriod = 10 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	finished := false
+	err := Run(ctx, o, client, func(ctx context.Context) error {
+		cancel()
+		<-ctx.Done()
+		// Work that outlives the cancellation, like writing checkpoints on shutdown.
+		time.Sleep(50 * time.Millisecond)
+		finished = true
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Run() = %v", err)
+	}
+	if !finished {
+		t.Fatal("Run returned before the work function finished")
+	}
+}

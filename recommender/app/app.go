@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
-	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
@@ -146,33 +145,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		return nil
 	})
 	g.Go(func() error {
-		// leaderelection.Run may return before the leading function does (the
-		// elector runs it in a goroutine), so wait for it here: a graceful
-		// shutdown must finish writing checkpoints before the process exits.
-		started, finished := make(chan struct{}), make(chan struct{})
-		var leadErr error
-		err := leaderelection.Run(gctx, o.LeaderElection, kube, func(lctx context.Context) error {
-			close(started)
-			defer close(finished)
+		return leaderelection.Run(gctx, o.LeaderElection, kube, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			leadErr = lead(lctx, gctx, o, kube, vpaClient, metrics, est, prom, loopHealth, &ready, clk)
-			return leadErr
+			return lead(lctx, gctx, o, kube, vpaClient, metrics, est, prom, loopHealth, &ready, clk)
 		})
-		select {
-		case <-started:
-			select {
-			case <-finished:
-			case <-time.After(o.CheckpointsTimeout + 10*time.Second):
-				return errors.New("the recommender did not stop in time")
-			}
-		default:
-		}
-		if leadErr != nil {
-			return leadErr
-		}
-		return err
 	})
 	err = g.Wait()
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
