@@ -106,7 +106,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	est, err := estimator.New(o.Estimator, o.EstimatorConfig())
+	est, err := estimator.New(o.Estimator, o.EstimatorOptions())
 	if err != nil {
 		return err
 	}

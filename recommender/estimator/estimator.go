@@ -1,7 +1,6 @@
 package estimator
 
 import (
-	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -36,18 +35,6 @@ type Result struct {
 	// it, in units of ConfidenceUnit (see model.AggregateState.Confidence).
 	// Values below 1 mean less than a day of history.
 	Confidence map[string]float64
-}
-
-// New returns the estimator with the given name.
-func New(name string, cfg Config) (Estimator, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	switch name {
-	case PercentileName, "":
-		return NewPercentile(cfg), nil
-	}
-	return nil, fmt.Errorf("unknown estimator %q", name)
 }
 
 // Resources is an amount of CPU (millicores) and memory (bytes).

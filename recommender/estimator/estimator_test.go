@@ -215,7 +215,7 @@ func TestRecommend(t *testing.T) {
 			if tc.cfg != nil {
 				tc.cfg(&cfg)
 			}
-			e, err := New(PercentileName, cfg)
+			e, err := New(PercentileName, Options{Config: cfg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -295,12 +295,12 @@ func TestHistoryRecommendation(t *testing.T) {
 }
 
 func TestNewUnknownEstimator(t *testing.T) {
-	if _, err := New("nope", DefaultConfig()); err == nil {
+	if _, err := New("nope", DefaultOptions()); err == nil {
 		t.Errorf("New(nope) succeeded")
 	}
 	bad := DefaultConfig()
 	bad.TargetCPUPercentile = 2
-	if _, err := New(PercentileName, bad); err == nil {
+	if _, err := New(PercentileName, Options{Config: bad, Peak: DefaultPeakConfig()}); err == nil {
 		t.Errorf("New with percentile 2 succeeded")
 	}
 }

@@ -130,7 +130,7 @@ func TestBuild(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&o)
 			}
-			e, err := Build(tc.name, o)
+			e, err := New(tc.name, o)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, want error containing %q", err, tc.wantErr)

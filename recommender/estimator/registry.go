@@ -19,19 +19,19 @@ func DefaultOptions() Options {
 	return Options{Config: DefaultConfig(), Peak: DefaultPeakConfig()}
 }
 
-// Names lists the estimators Build knows, the default first.
+// Names lists the estimators New knows, the default first.
 func Names() []string { return []string{PercentileName, PeakName} }
 
-// Build returns the estimator called name ("" is the default, percentile)
+// New returns the estimator called name ("" is the default, percentile)
 // configured from o.
-func Build(name string, o Options) (Estimator, error) {
+func New(name string, o Options) (Estimator, error) {
+	if err := o.Config.Validate(); err != nil {
+		return nil, err
+	}
 	switch name {
 	case PercentileName, "":
-		return New(PercentileName, o.Config)
+		return NewPercentile(o.Config), nil
 	case PeakName:
-		if err := o.Config.Validate(); err != nil {
-			return nil, err
-		}
 		if err := o.Peak.Validate(); err != nil {
 			return nil, err
 		}

@@ -78,7 +78,7 @@ func (o *CommandOptions) Run(ctx context.Context, stdout, stderr io.Writer) erro
 		if i == 0 {
 			opts = o.Estimators
 		}
-		e, err := estimator.Build(n, opts)
+		e, err := estimator.New(n, opts)
 		if err != nil {
 			return err
 		}

@@ -35,7 +35,7 @@ func TestDevelopmentTrace(t *testing.T) {
 	}
 	ests := []estimator.Estimator{}
 	for _, n := range estimator.Names() {
-		e, err := estimator.Build(n, estimator.DefaultOptions())
+		e, err := estimator.New(n, estimator.DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
 		}

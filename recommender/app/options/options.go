@@ -77,8 +77,9 @@ type Options struct {
 	MemorySaver              bool
 	Estimator                string
 
-	// Estimation tunables (recommendation-margin-fraction, percentiles, ...).
-	Estimation estimator.Config
+	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
+	// percentiles, the peak estimator's margins, ...).
+	Estimators estimator.Options
 	// Model tunables (half-lives, memory windows, OOM bump).
 	Model model.Config
 
@@ -110,7 +111,7 @@ func NewOptions() *Options {
 		UpdateWorkerCount:        10,
 		Address:                  ":8942",
 		Estimator:                estimator.PercentileName,
-		Estimation:               estimator.DefaultConfig(),
+		Estimators:               estimator.DefaultOptions(),
 		Model:                    *model.DefaultConfig(),
 		Prometheus: Prometheus{
 			Address:                 "http://prometheus.monitoring.svc",
@@ -153,32 +154,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain) or "peak"`)
 
-	e := &o.Estimation
-	fs.Float64Var(&e.MarginFraction, "recommendation-margin-fraction", e.MarginFraction, "Fraction of usage added as the safety margin to the recommended request")
-	fs.Float64Var(&e.PodMinCPUMillicores, "pod-recommendation-min-cpu-millicores", e.PodMinCPUMillicores, "Minimum CPU recommendation for a pod")
-	fs.Float64Var(&e.PodMinMemoryMb, "pod-recommendation-min-memory-mb", e.PodMinMemoryMb, "Minimum memory recommendation for a pod")
-	fs.Float64Var(&e.TargetCPUPercentile, "target-cpu-percentile", e.TargetCPUPercentile, "CPU usage percentile that will be used as a base for CPU target recommendation. Doesn't affect CPU lower bound, CPU upper bound nor memory recommendations.")
-	fs.Float64Var(&e.LowerBoundCPUPercentile, "recommendation-lower-bound-cpu-percentile", e.LowerBoundCPUPercentile, "CPU usage percentile that will be used for the lower bound on CPU recommendation.")
-	fs.Float64Var(&e.UpperBoundCPUPercentile, "recommendation-upper-bound-cpu-percentile", e.UpperBoundCPUPercentile, "CPU usage percentile that will be used for the upper bound on CPU recommendation.")
-	fs.DurationVar(&e.ConfidenceIntervalCPU, "confidence-interval-cpu", e.ConfidenceIntervalCPU, "The time interval used for computing the confidence multiplier for the CPU lower and upper bound. Default: 24h")
-	fs.Float64Var(&e.TargetMemoryPercentile, "target-memory-percentile", e.TargetMemoryPercentile, "Memory usage percentile that will be used as a base for memory target recommendation. Doesn't affect memory lower bound nor memory upper bound.")
-	fs.Float64Var(&e.LowerBoundMemoryPercentile, "recommendation-lower-bound-memory-percentile", e.LowerBoundMemoryPercentile, "Memory usage percentile that will be used for the lower bound on memory recommendation.")
-	fs.Float64Var(&e.UpperBoundMemoryPercentile, "recommendation-upper-bound-memory-percentile", e.UpperBoundMemoryPercentile, "Memory usage percentile that will be used for the upper bound on memory recommendation.")
-	fs.DurationVar(&e.ConfidenceIntervalMemory, "confidence-interval-memory", e.ConfidenceIntervalMemory, "The time interval used for computing the confidence multiplier for the memory lower and upper bound. Default: 24h")
-	fs.BoolVar(&e.HumanizeMemory, "humanize-memory", e.HumanizeMemory, "DEPRECATED: Convert memory values in recommendations to the highest appropriate SI unit with up to 2 decimal places for better readability.")
-	fs.IntVar(&e.RoundCPUMillicores, "round-cpu-millicores", e.RoundCPUMillicores, "CPU recommendation rounding factor in millicores. The CPU value will always be rounded up to the nearest multiple of this factor.")
-	fs.IntVar(&e.RoundMemoryBytes, "round-memory-bytes", e.RoundMemoryBytes, "Memory recommendation rounding factor in bytes. The Memory value will always be rounded up to the nearest multiple of this factor.")
-	fs.BoolVar(&e.CPUIntegerPostProcessorEnabled, "cpu-integer-post-processor-enabled", e.CPUIntegerPostProcessorEnabled, "Enable the cpu-integer recommendation post processor. The post processor will round up CPU recommendations to a whole CPU for pods which were opted in by setting an appropriate label on VPA object (experimental)")
+	AddEstimatorFlags(fs, &o.Estimators)
 	fs.StringVar(&o.MaxAllowedCPU, "container-recommendation-max-allowed-cpu", o.MaxAllowedCPU, "Maximum amount of CPU that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 	fs.StringVar(&o.MaxAllowedMemory, "container-recommendation-max-allowed-memory", o.MaxAllowedMemory, "Maximum amount of memory that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 
-	m := &o.Model
-	fs.DurationVar(&m.MemoryAggregationInterval, "memory-aggregation-interval", m.MemoryAggregationInterval, "The length of a single interval, for which the peak memory usage is computed. Memory usage peaks are aggregated in multiples of this interval. In other words there is one memory usage sample per interval (the maximum usage over that interval)")
-	fs.Int64Var(&m.MemoryAggregationIntervalCount, "memory-aggregation-interval-count", m.MemoryAggregationIntervalCount, "The number of consecutive memory-aggregation-intervals which make up the MemoryAggregationWindowLength which in turn is the period for memory usage aggregation by VPA. In other words, `MemoryAggregationWindowLength = memory-aggregation-interval * memory-aggregation-interval-count`.")
-	fs.DurationVar(&m.MemoryHistogramDecayHalfLife, "memory-histogram-decay-half-life", m.MemoryHistogramDecayHalfLife, "The amount of time it takes a historical memory usage sample to lose half of its weight. In other words, a fresh usage sample is twice as 'important' as one with age equal to the half life period.")
-	fs.DurationVar(&m.CPUHistogramDecayHalfLife, "cpu-histogram-decay-half-life", m.CPUHistogramDecayHalfLife, "The amount of time it takes a historical CPU usage sample to lose half of its weight.")
-	fs.Float64Var(&m.OOMBumpUpRatio, "oom-bump-up-ratio", m.OOMBumpUpRatio, "Default memory bump up ratio when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
-	fs.Float64Var(&m.OOMMinBumpUpBytes, "oom-min-bump-up-bytes", m.OOMMinBumpUpBytes, "Default minimal increase of memory (in bytes) when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
+	AddModelFlags(fs, &o.Model)
 
 	fs.BoolVar(&o.UseExternalMetrics, "use-external-metrics", o.UseExternalMetrics, "ALPHA.  Use an external metrics provider instead of metrics_server.")
 	fs.StringVar(&o.ExternalMetricsCPUMetric, "external-metrics-cpu-metric", o.ExternalMetricsCPUMetric, "ALPHA.  Metric to use with external metrics provider for CPU usage.")
@@ -230,7 +210,6 @@ func (o *Options) Validate() error {
 	add(o.Client.Validate())
 	add(o.Namespaces.Validate())
 	add(o.LeaderElection.Validate())
-	add(o.Estimation.Validate())
 	add(o.Model.Validate())
 	if o.RecommenderName == "" {
 		add(errors.New("--recommender-name must not be empty"))
@@ -258,7 +237,7 @@ func (o *Options) Validate() error {
 	if o.UseExternalMetrics {
 		add(errors.New("--use-external-metrics: the external metrics source is not available in this build; metrics-server is used"))
 	}
-	if _, err := estimator.New(o.Estimator, o.Estimation); err != nil {
+	if _, err := estimator.New(o.Estimator, o.Estimators); err != nil {
 		add(fmt.Errorf("--estimator: %w", err))
 	}
 	if _, err := o.MaxAllowed(); err != nil {
@@ -283,7 +262,7 @@ func (o *Options) Warnings() []string {
 	if o.MinCheckpoints != 10 {
 		w = append(w, "--min-checkpoints is deprecated and has no effect")
 	}
-	if o.Estimation.HumanizeMemory {
+	if o.Estimators.Config.HumanizeMemory {
 		w = append(w, "--humanize-memory is deprecated")
 	}
 	return w
@@ -308,12 +287,54 @@ func (o *Options) MaxAllowed() (corev1.ResourceList, error) {
 	return out, nil
 }
 
-// EstimatorConfig returns the estimation settings with the global max-allowed
-// values applied.
-func (o *Options) EstimatorConfig() estimator.Config {
-	cfg := o.Estimation
+// EstimatorOptions returns the estimators' settings with the global
+// max-allowed values applied.
+func (o *Options) EstimatorOptions() estimator.Options {
+	eo := o.Estimators
 	if m, err := o.MaxAllowed(); err == nil {
-		cfg.MaxAllowed = m
+		eo.Config.MaxAllowed = m
 	}
-	return cfg
+	return eo
+}
+
+// AddEstimatorFlags registers the estimators' tunables under upstream's flag
+// names and defaults, plus the peak estimator's own. The replay subcommand
+// shares them.
+func AddEstimatorFlags(fs *pflag.FlagSet, o *estimator.Options) {
+	e := &o.Config
+	fs.Float64Var(&e.MarginFraction, "recommendation-margin-fraction", e.MarginFraction, "Fraction of usage added as the safety margin to the recommended request")
+	fs.Float64Var(&e.PodMinCPUMillicores, "pod-recommendation-min-cpu-millicores", e.PodMinCPUMillicores, "Minimum CPU recommendation for a pod")
+	fs.Float64Var(&e.PodMinMemoryMb, "pod-recommendation-min-memory-mb", e.PodMinMemoryMb, "Minimum memory recommendation for a pod")
+	fs.Float64Var(&e.TargetCPUPercentile, "target-cpu-percentile", e.TargetCPUPercentile, "CPU usage percentile that will be used as a base for CPU target recommendation. Doesn't affect CPU lower bound, CPU upper bound nor memory recommendations.")
+	fs.Float64Var(&e.LowerBoundCPUPercentile, "recommendation-lower-bound-cpu-percentile", e.LowerBoundCPUPercentile, "CPU usage percentile that will be used for the lower bound on CPU recommendation.")
+	fs.Float64Var(&e.UpperBoundCPUPercentile, "recommendation-upper-bound-cpu-percentile", e.UpperBoundCPUPercentile, "CPU usage percentile that will be used for the upper bound on CPU recommendation.")
+	fs.DurationVar(&e.ConfidenceIntervalCPU, "confidence-interval-cpu", e.ConfidenceIntervalCPU, "The time interval used for computing the confidence multiplier for the CPU lower and upper bound. Default: 24h")
+	fs.Float64Var(&e.TargetMemoryPercentile, "target-memory-percentile", e.TargetMemoryPercentile, "Memory usage percentile that will be used as a base for memory target recommendation. Doesn't affect memory lower bound nor memory upper bound.")
+	fs.Float64Var(&e.LowerBoundMemoryPercentile, "recommendation-lower-bound-memory-percentile", e.LowerBoundMemoryPercentile, "Memory usage percentile that will be used for the lower bound on memory recommendation.")
+	fs.Float64Var(&e.UpperBoundMemoryPercentile, "recommendation-upper-bound-memory-percentile", e.UpperBoundMemoryPercentile, "Memory usage percentile that will be used for the upper bound on memory recommendation.")
+	fs.DurationVar(&e.ConfidenceIntervalMemory, "confidence-interval-memory", e.ConfidenceIntervalMemory, "The time interval used for computing the confidence multiplier for the memory lower and upper bound. Default: 24h")
+	fs.BoolVar(&e.HumanizeMemory, "humanize-memory", e.HumanizeMemory, "DEPRECATED: Convert memory values in recommendations to the highest appropriate SI unit with up to 2 decimal places for better readability.")
+	fs.IntVar(&e.RoundCPUMillicores, "round-cpu-millicores", e.RoundCPUMillicores, "CPU recommendation rounding factor in millicores. The CPU value will always be rounded up to the nearest multiple of this factor.")
+	fs.IntVar(&e.RoundMemoryBytes, "round-memory-bytes", e.RoundMemoryBytes, "Memory recommendation rounding factor in bytes. The Memory value will always be rounded up to the nearest multiple of this factor.")
+	fs.BoolVar(&e.CPUIntegerPostProcessorEnabled, "cpu-integer-post-processor-enabled", e.CPUIntegerPostProcessorEnabled, "Enable the cpu-integer recommendation post processor. The post processor will round up CPU recommendations to a whole CPU for pods which were opted in by setting an appropriate label on VPA object (experimental)")
+	p := &o.Peak
+	fs.DurationVar(&p.MemoryHorizon, "peak-memory-horizon", p.MemoryHorizon, "Peak estimator: how much recent history of memory peaks the target covers.")
+	fs.Float64Var(&p.MemoryMargin, "peak-memory-margin", p.MemoryMargin, "Peak estimator: base safety margin over the highest recent memory peak.")
+	fs.Float64Var(&p.MemoryVariabilityFactor, "peak-memory-variability-factor", p.MemoryVariabilityFactor, "Peak estimator: extra margin per unit of (highest recent peak / median peak - 1).")
+	fs.Float64Var(&p.MemoryYoungMargin, "peak-memory-young-margin", p.MemoryYoungMargin, "Peak estimator: extra margin divided by the history length in days (at least 1).")
+	fs.Float64Var(&p.MemoryZeroFactor, "peak-memory-zero-factor", p.MemoryZeroFactor, "Peak estimator: extra margin per unit of z/(1-z), z the weight share of peaks that read as no usage.")
+	fs.Float64Var(&p.MemoryMaxMargin, "peak-memory-max-margin", p.MemoryMaxMargin, "Peak estimator: cap on the total margin.")
+	fs.Float64Var(&p.MemoryLowerBoundFraction, "peak-memory-lower-bound-fraction", p.MemoryLowerBoundFraction, "Peak estimator: lower bound as a fraction of the highest recent peak.")
+	fs.Float64Var(&p.MemoryUpperBoundFactor, "peak-memory-upper-bound-factor", p.MemoryUpperBoundFactor, "Peak estimator: upper bound as a multiple of the target.")
+}
+
+// AddModelFlags registers the model's tunables (histogram half-lives, memory
+// windows, OOM bump) under upstream's flag names and defaults.
+func AddModelFlags(fs *pflag.FlagSet, m *model.Config) {
+	fs.DurationVar(&m.MemoryAggregationInterval, "memory-aggregation-interval", m.MemoryAggregationInterval, "The length of a single interval, for which the peak memory usage is computed. Memory usage peaks are aggregated in multiples of this interval. In other words there is one memory usage sample per interval (the maximum usage over that interval)")
+	fs.Int64Var(&m.MemoryAggregationIntervalCount, "memory-aggregation-interval-count", m.MemoryAggregationIntervalCount, "The number of consecutive memory-aggregation-intervals which make up the MemoryAggregationWindowLength which in turn is the period for memory usage aggregation by VPA. In other words, `MemoryAggregationWindowLength = memory-aggregation-interval * memory-aggregation-interval-count`.")
+	fs.DurationVar(&m.MemoryHistogramDecayHalfLife, "memory-histogram-decay-half-life", m.MemoryHistogramDecayHalfLife, "The amount of time it takes a historical memory usage sample to lose half of its weight. In other words, a fresh usage sample is twice as 'important' as one with age equal to the half life period.")
+	fs.DurationVar(&m.CPUHistogramDecayHalfLife, "cpu-histogram-decay-half-life", m.CPUHistogramDecayHalfLife, "The amount of time it takes a historical CPU usage sample to lose half of its weight.")
+	fs.Float64Var(&m.OOMBumpUpRatio, "oom-bump-up-ratio", m.OOMBumpUpRatio, "Default memory bump up ratio when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
+	fs.Float64Var(&m.OOMMinBumpUpBytes, "oom-min-bump-up-bytes", m.OOMMinBumpUpBytes, "Default minimal increase of memory (in bytes) when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
 }

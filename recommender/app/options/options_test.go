@@ -86,8 +86,27 @@ func TestValidate(t *testing.T) {
 	}
 	o := NewOptions()
 	o.MaxAllowedCPU = "2"
-	if cfg := o.EstimatorConfig(); cfg.MaxAllowed.Cpu().String() != "2" {
-		t.Errorf("max allowed not applied: %v", cfg.MaxAllowed)
+	if eo := o.EstimatorOptions(); eo.Config.MaxAllowed.Cpu().String() != "2" {
+		t.Errorf("max allowed not applied: %v", eo.Config.MaxAllowed)
 	}
 	_ = time.Second
+}
+
+func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
+	for _, name := range []string{"percentile", "peak"} {
+		o := NewOptions()
+		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		o.AddFlags(fs)
+		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := o.Validate(); err != nil {
+			t.Errorf("--estimator=%s rejected: %v", name, err)
+		}
+	}
+	o := NewOptions()
+	o.Estimator = "nope"
+	if err := o.Validate(); err == nil {
+		t.Error("an unknown estimator must be rejected")
+	}
 }
