@@ -112,6 +112,10 @@ provided() {
 patched_pods() { # pods of app $1 created with a recommendation from the admission controller
   kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.annotations.vpaUpdates}{"\n"}{end}' | grep -c . || true
 }
+sampled() { # VPAs whose CPU target is above the pod minimum, i.e. built from real samples
+  kubectl -n demo get vpa -o jsonpath='{range .items[*]}{.status.recommendation.containerRecommendations[0].target.cpu}{"\n"}{end}' |
+    grep -vc -e '^$' -e '^25m$' -e '^12m$' || true
+}
 resized() { # pods of app $1 whose running container has more than its original 20m CPU
   kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.status.containerStatuses[0].resources.requests.cpu}{"\n"}{end}' | grep -vc '^20m$' || true
 }
@@ -126,8 +130,8 @@ while :; do
   inplace=$(resized resizable)
   printf '    [%3ss] VPAs with a recommendation: %s/4 · Initial pods patched: %s/2 · Recreate pods rolled: %s/2 · pods resized in place: %s/2\n' \
     "$now" "$p" "$initial" "$rolled" "$inplace"
-  if ((p == 4 && restarted == 0)); then
-    echo "    all four VPAs have a recommendation: restarting the Initial-mode Deployment so its new pods get it"
+  if ((p == 4 && restarted == 0 && $(sampled) == 4)); then
+    echo "    all four recommendations rest on usage samples: restarting the Initial-mode Deployment so its new pods get them"
     kubectl -n demo rollout restart deploy/spiky >/dev/null
     restarted=1
   fi
