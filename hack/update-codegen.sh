@@ -7,6 +7,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODULE=github.com/openvpa/openvpa
 OUTPUT_ROOT=${OUTPUT_ROOT:-$ROOT}
+cd "$ROOT"
 
 CODEGEN_PKG=$(cd "$ROOT/hack/tools" && go mod download -json k8s.io/code-generator | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 # shellcheck source=/dev/null

@@ -11,7 +11,7 @@ shift
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 tar -C "$ROOT" --exclude=./_output --exclude=./bin --exclude=./.git -cf - . | tar -C "$scratch" -xf -
-"$scratch/hack/$script" >/dev/null
+(cd "$scratch" && "$scratch/hack/$script" >/dev/null)
 
 status=0
 for path in "$@"; do
