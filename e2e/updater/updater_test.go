@@ -1,15 +1,19 @@
 // Package updater holds the updater's end-to-end tests: the vpa-updater
 // binary runs as a subprocess acting as the kube-system/vpa-updater
 // ServiceAccount (RBAC from deploy/rbac/updater.yaml), scoped to the test's
-// namespace, against the local control plane with KWOK nodes. Each test
-// writes the admission controller's status Lease itself (in its own
-// namespace) and sets VPA recommendations directly in the VPA status.
+// namespace, against the local control plane with KWOK nodes. VPA
+// recommendations are set directly in the VPA status. The Recreate rollout
+// test runs the real admission controller, which renews the status Lease in
+// the test's namespace; the other tests write that Lease themselves.
 package updater
 
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +26,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	"github.com/openvpa/openvpa/e2e/framework"
+	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/updater/inplace"
 )
 
@@ -202,24 +208,25 @@ func (e *env) eventReasons(t *testing.T) map[string]int {
 	return out
 }
 
-// assertNoEviction watches for a while (several updater loops) that no
-// original pod disappears.
-func (e *env) assertNoEviction(t *testing.T, app string, original map[types.UID]bool, p *framework.Process) {
+// assertNoEviction checks, while the updater runs loops more of its loops
+// (counted by the log line marker), that no original pod of app is replaced
+// or removed and that no eviction event is recorded.
+func (e *env) assertNoEviction(t *testing.T, app string, original map[types.UID]bool, p *framework.Process, marker string, loops int) {
 	t.Helper()
-	// The updater logs one line per loop at --v=3 when it processes VPAs;
-	// wait for several loops through its log, then check the pods.
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, pod := range e.pods(t, app) {
+	want := strings.Count(p.Log(), marker) + loops
+	framework.WaitFor(t, time.Duration(loops)*10*time.Second, func() (bool, error) {
+		done := strings.Count(p.Log(), marker) >= want
+		pods := e.pods(t, app)
+		for _, pod := range pods {
 			if !original[pod.UID] {
 				t.Fatalf("pod %s was replaced; the updater must leave it alone\n%s", pod.Name, p.Log())
 			}
 		}
-		if n := len(e.pods(t, app)); n < len(original) {
-			t.Fatalf("%d of %d pods left; the updater must leave them alone", n, len(original))
+		if len(pods) < len(original) {
+			t.Fatalf("%d of %d pods left; the updater must leave them alone\n%s", len(pods), len(original), p.Log())
 		}
-		time.Sleep(framework.PollInterval)
-	}
+		return done, nil
+	})
 	if r := e.eventReasons(t); r["EvictedByVPA"] > 0 {
 		t.Fatalf("EvictedByVPA events recorded: %v", r)
 	}
@@ -236,10 +243,119 @@ func lowRequests() []framework.Container {
 	return []framework.Container{{Name: "app", Requests: framework.Resources("50m", "50Mi")}}
 }
 
+// runAdmissionController starts the real admission controller as the
+// kube-system/vpa-admission-controller ServiceAccount, registered by URL under
+// a webhook configuration named after the test namespace, scoped to that
+// namespace and renewing its status Lease there, where the updater reads it.
+// It returns once the admission controller is ready and its webhook is
+// registered.
+func (e *env) runAdmissionController(t *testing.T) *framework.Process {
+	t.Helper()
+	e.c.Kubectl(t, "apply", "-f", filepath.Join(e.c.RepoRoot, "deploy", "rbac", "admission-controller.yaml"))
+	port, healthPort := freePort(t), freePort(t)
+	config := "vpa-webhook-" + e.ns
+	t.Cleanup(func() {
+		_ = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
+	})
+	p := e.c.RunComponent(t, framework.Component{
+		Name:   "vpa-admission-controller",
+		Binary: e.c.BuildBinary(t, "./admission-controller"),
+		Args: []string{
+			"--port=" + strconv.Itoa(port),
+			fmt.Sprintf("--address=127.0.0.1:%d", healthPort),
+			"--register-by-url", "--webhook-address=https://127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
+			"--webhook-config-name=" + config,
+			"--webhook-timeout-seconds=5",
+			"--self-signed-cert-dir=" + t.TempDir(),
+			"--vpa-object-namespace=" + e.ns,
+			"--status-lease-namespace=" + e.ns,
+			"--status-lease-name=" + leaseName,
+			"--status-lease-update-interval=1s",
+			"--v=3",
+		},
+		ServiceAccount: "kube-system/vpa-admission-controller",
+		Env:            []string{"NAMESPACE=kube-system"},
+	})
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		if exited, err := p.Exited(); exited {
+			t.Fatalf("admission controller exited: %v\n%s", err, p.Log())
+		}
+		resp, err := http.Get(readyz)
+		if err != nil {
+			return false, err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("%s: %s", readyz, resp.Status)
+		}
+		_, err = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), config, metav1.GetOptions{})
+		return err == nil, err
+	})
+	return p
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// waitAdmitted waits until a pod of the Deployment created now (server-side
+// dry run, so nothing is scheduled) gets want as requests of container "app"
+// from the admission controller: its caches know the VPA and its
+// recommendation.
+func (e *env) waitAdmitted(t *testing.T, deployment string, want corev1.ResourceList) {
+	t.Helper()
+	ctx := context.Background()
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		rss, err := e.c.Client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
+		if err != nil || len(rss.Items) == 0 {
+			return false, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
+		}
+		rs := rss.Items[0]
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				GenerateName: deployment + "-probe-", Namespace: e.ns, Labels: rs.Spec.Template.Labels,
+				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
+			},
+			Spec: *rs.Spec.Template.Spec.DeepCopy(),
+		}
+		got, err := e.c.Client.CoreV1().Pods(e.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		if err := requestsMatch(got, want); err != nil {
+			return false, err
+		}
+		return true, nil
+	})
+}
+
+// requestsMatch tells whether container "app" of pod requests exactly want.
+func requestsMatch(pod *corev1.Pod, want corev1.ResourceList) error {
+	for _, c := range pod.Spec.Containers {
+		if c.Name != "app" {
+			continue
+		}
+		for k, w := range want {
+			if g, ok := c.Resources.Requests[k]; !ok || g.Cmp(w) != 0 {
+				return fmt.Errorf("pod %s requests %v, want %v", pod.Name, c.Resources.Requests, want)
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("pod %s has no container app", pod.Name)
+}
+
 func TestRecreateRollsDeploymentWithinPDB(t *testing.T) {
 	e := setup(t)
-	e.keepLeaseFresh(t)
 	const app = "web"
+	want := framework.Resources("200m", "200Mi")
 	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: app, Replicas: 4, Containers: lowRequests()})
 	one := intstr.FromInt32(1)
 	_, err := e.c.Client.PolicyV1().PodDisruptionBudgets(e.ns).Create(context.Background(), &policyv1.PodDisruptionBudget{
@@ -256,17 +372,23 @@ func TestRecreateRollsDeploymentWithinPDB(t *testing.T) {
 		return err == nil && pdb.Status.DisruptionsAllowed == 1, err
 	})
 	e.createVPA(t, app, vpav1.UpdateModeRecreate, "200m", "200Mi")
+	// The admission controller gives recreated pods the recommendation and
+	// renews the status Lease the updater requires.
+	ac := e.runAdmissionController(t)
+	e.waitAdmitted(t, app, want)
 	p := e.runUpdater(t)
 
-	// Every original pod gets evicted; at no observed moment are more than
-	// one of the four replicas unavailable.
+	// Every original pod gets evicted and replaced by one with the
+	// recommended requests; at no observed moment are more than one of the
+	// four replicas unavailable.
 	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
-		pods := e.pods(t, app)
-		ready := 0
-		remaining := 0
-		for _, pod := range pods {
+		ready, remaining, recommended := 0, 0, 0
+		for _, pod := range e.pods(t, app) {
 			if pod.DeletionTimestamp == nil && framework.PodReady(&pod) {
 				ready++
+				if !original[pod.UID] && requestsMatch(&pod, want) == nil {
+					recommended++
+				}
 			}
 			if original[pod.UID] {
 				remaining++
@@ -275,8 +397,16 @@ func TestRecreateRollsDeploymentWithinPDB(t *testing.T) {
 		if ready < 3 {
 			t.Fatalf("only %d of 4 pods ready: the PDB allows one unavailable\n%s", ready, p.Log())
 		}
-		return remaining == 0, fmt.Errorf("%d original pods left", remaining)
+		if remaining > 0 || recommended < 4 {
+			return false, fmt.Errorf("%d original pods left, %d ready pods with the recommendation", remaining, recommended)
+		}
+		return true, nil
 	})
+	for _, pod := range e.pods(t, app) {
+		if err := requestsMatch(&pod, want); err != nil {
+			t.Errorf("%v\nadmission controller log:\n%s", err, ac.Log())
+		}
+	}
 	if r := e.eventReasons(t); r["EvictedByVPA"] < 4 || r["EvictedPod"] < 4 {
 		t.Errorf("events %v, want at least 4 EvictedByVPA and 4 EvictedPod", r)
 	}
@@ -342,15 +472,25 @@ func TestModesOffAndInitialAreNeverActedOn(t *testing.T) {
 
 func TestNothingEvictedWhileLeaseIsStale(t *testing.T) {
 	e := setup(t)
+	// A Lease counts as valid for the timeout after its creation as well as
+	// after its last renewal, so a Lease created now with a back-dated
+	// renewTime is stale only once the timeout has passed since its
+	// creation. A short timeout keeps that wait short; keepLeaseFresh renews
+	// well within it.
+	const timeout = 10 * time.Second
 	e.writeLease(t, true)
 	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests()})
 	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
 	e.createVPA(t, "web", vpav1.UpdateModeRecreate, "200m", "200Mi")
-	p := e.runUpdater(t)
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		return strings.Count(p.Log(), "skipping this loop") >= 3, nil
+	framework.WaitFor(t, 2*timeout, func() (bool, error) {
+		l, err := e.c.Client.CoordinationV1().Leases(e.ns).Get(context.Background(), leaseName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return !status.IsFresh(l, timeout, time.Now()), nil
 	})
-	e.assertNoEviction(t, "web", original, p)
+	p := e.runUpdater(t, fmt.Sprintf("--admission-controller-status-lease-timeout=%s", timeout))
+	e.assertNoEviction(t, "web", original, p, "skipping this loop", 5)
 	// Once the Lease is fresh the same pods are evicted.
 	e.keepLeaseFresh(t)
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
@@ -412,7 +552,10 @@ func TestInPlaceResizeKeepsUID(t *testing.T) {
 				}
 			}
 		}
-		return done == 2, fmt.Errorf("%d of 2 pods resized", done)
+		if done < 2 {
+			return false, fmt.Errorf("%d of 2 pods resized", done)
+		}
+		return true, nil
 	})
 	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] < 2 {
 		t.Errorf("events %v, want 2 InPlaceResizedByVPA", r)
@@ -457,7 +600,10 @@ func TestRestartedUpdaterDoesNotRepeatInfeasibleResize(t *testing.T) {
 				marked++
 			}
 		}
-		return marked == 2, fmt.Errorf("%d of 2 pods recorded infeasible", marked)
+		if marked < 2 {
+			return false, fmt.Errorf("%d of 2 pods recorded infeasible", marked)
+		}
+		return true, nil
 	})
 	p.Stop(t)
 	before := e.eventReasons(t)["InPlaceResizedByVPA"]
