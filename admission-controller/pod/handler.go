@@ -3,6 +3,8 @@ package pod
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -127,7 +129,7 @@ func addResources(patch Patch, items []string, path string, current, values core
 	if current == nil {
 		patch = append(patch, add(path, map[string]string{}))
 	}
-	for _, name := range sortedNames(values) {
+	for _, name := range slices.Sorted(maps.Keys(values)) {
 		q := values[name]
 		patch = append(patch, add(path+"/"+escape(string(name)), q.String()))
 		items = append(items, fmt.Sprintf("%s %s", name, kind))

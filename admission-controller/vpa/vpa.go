@@ -8,6 +8,8 @@ package vpa
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -105,7 +107,7 @@ func (v *Validator) validateUpdatePolicy(p *vpav1.PodUpdatePolicy, old *vpav1.Ve
 			res.Errors = append(res.Errors, field.Forbidden(mode, "in-place vertical pod autoscaling requires the InPlace feature gate"))
 		}
 	default:
-		if !contains(supportedModes, string(*p.UpdateMode)) {
+		if !slices.Contains(supportedModes, string(*p.UpdateMode)) {
 			res.Errors = append(res.Errors, field.NotSupported(mode, *p.UpdateMode, supportedModes))
 		}
 	}
@@ -153,7 +155,7 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 	if p.ControlledValues != nil && *p.ControlledValues != vpav1.ContainerControlledValuesRequestsAndLimits && *p.ControlledValues != vpav1.ContainerControlledValuesRequestsOnly {
 		res.Errors = append(res.Errors, field.NotSupported(path.Child("controlledValues"), *p.ControlledValues, []string{string(vpav1.ContainerControlledValuesRequestsAndLimits), string(vpav1.ContainerControlledValuesRequestsOnly)}))
 	}
-	for _, name := range sortedNames(p.MinAllowed) {
+	for _, name := range slices.Sorted(maps.Keys(p.MinAllowed)) {
 		q := p.MinAllowed[name]
 		if err := checkResolution(name, q); err != "" {
 			res.Errors = append(res.Errors, field.Invalid(path.Child("minAllowed").Key(string(name)), q.String(), err))
@@ -163,7 +165,7 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 			res.Errors = append(res.Errors, field.Invalid(path.Child("maxAllowed").Key(string(name)), max.String(), fmt.Sprintf("max resource for %s is lower than min (%s)", name, q.String())))
 		}
 	}
-	for _, name := range sortedNames(p.MaxAllowed) {
+	for _, name := range slices.Sorted(maps.Keys(p.MaxAllowed)) {
 		if err := checkResolution(name, p.MaxAllowed[name]); err != "" {
 			q := p.MaxAllowed[name]
 			res.Errors = append(res.Errors, field.Invalid(path.Child("maxAllowed").Key(string(name)), q.String(), err))
@@ -175,7 +177,7 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 			if r == corev1.ResourceCPU || r == corev1.ResourceMemory {
 				continue
 			}
-			if prev != nil && prev.ControlledResources != nil && containsName(*prev.ControlledResources, r) {
+			if prev != nil && prev.ControlledResources != nil && slices.Contains(*prev.ControlledResources, r) {
 				res.Warnings = append(res.Warnings, fmt.Sprintf("%s: %q is not supported and is ignored", path.Child("controlledResources").Index(i), r))
 				continue
 			}

@@ -2,7 +2,8 @@ package recommendation
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -196,7 +197,7 @@ func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.Containe
 		return nil
 	}
 	notes := make([]string, 0, 2)
-	names := sortedNames(l)
+	names := slices.Sorted(maps.Keys(l))
 	if item != nil {
 		for _, name := range names {
 			def := get(item.Default, name)
@@ -240,13 +241,4 @@ func capTo(l corev1.ResourceList, name corev1.ResourceName, lo, hi *resource.Qua
 		notes = append(notes, fmt.Sprintf("%s %s", name, hiNote))
 	}
 	return notes
-}
-
-func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
-	names := make([]corev1.ResourceName, 0, len(l))
-	for n := range l {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
-	return names
 }

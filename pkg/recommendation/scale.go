@@ -2,8 +2,10 @@ package recommendation
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -82,7 +84,7 @@ func ProportionalLimit(name corev1.ResourceName, originalLimit, originalRequest,
 func ProportionalLimits(originalLimits, originalRequests, newRequests, defaultLimits corev1.ResourceList) (corev1.ResourceList, []string) {
 	var out corev1.ResourceList
 	var notes []string
-	for _, name := range sortedNames(newRequests) {
+	for _, name := range slices.Sorted(maps.Keys(newRequests)) {
 		req := newRequests[name]
 		l, ok, note := ProportionalLimit(name, get(originalLimits, name), get(originalRequests, name), &req, get(defaultLimits, name))
 		if note != "" {

@@ -94,16 +94,23 @@ func (p *Percentile) Name() string { return PercentileName }
 
 // Recommend implements Estimator.
 func (p *Percentile) Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
+	return recommend(p.cfg, p.Estimate, aggregates, policy, annotations)
+}
+
+// recommend is the frame every estimator shares: it runs estimate on each
+// recommended container with its share of the pod minimum, then Finish.
+func recommend(cfg Config, estimate func(*model.AggregateState, Resources) Amounts,
+	aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
 	names := RecommendedContainers(aggregates, policy)
-	podMin := p.cfg.PodMinimum(len(names))
+	podMin := cfg.PodMinimum(len(names))
 	raw := make(map[string]Amounts, len(names))
 	conf := make(map[string]float64, len(names))
 	for _, name := range names {
 		a := aggregates[name]
-		raw[name] = p.Estimate(a, podMin)
+		raw[name] = estimate(a, podMin)
 		conf[name] = a.Confidence(ConfidenceUnit)
 	}
-	return Result{Containers: Finish(p.cfg, raw, policy, annotations), Confidence: conf}
+	return Result{Containers: Finish(cfg, raw, policy, annotations), Confidence: conf}
 }
 
 // Estimate returns the raw amounts for one aggregate:

@@ -106,16 +106,7 @@ func (p *Peak) Name() string { return PeakName }
 
 // Recommend implements Estimator.
 func (p *Peak) Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
-	names := RecommendedContainers(aggregates, policy)
-	podMin := p.cfg.PodMinimum(len(names))
-	raw := make(map[string]Amounts, len(names))
-	conf := make(map[string]float64, len(names))
-	for _, name := range names {
-		a := aggregates[name]
-		raw[name] = p.Estimate(a, podMin)
-		conf[name] = a.Confidence(ConfidenceUnit)
-	}
-	return Result{Containers: Finish(p.cfg, raw, policy, annotations), Confidence: conf}
+	return recommend(p.cfg, p.Estimate, aggregates, policy, annotations)
 }
 
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
