@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -52,16 +51,6 @@ type env struct {
 	args    []string
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // setup applies the CRDs and RBAC, generates certificates and starts the
 // admission controller scoped to a fresh namespace.
 func setup(t *testing.T) *env {
@@ -74,7 +63,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{c: c, vpas: vpas, ns: c.NewNamespace(t), certDir: t.TempDir(), port: freePort(t), binary: c.BuildBinary(t, "./admission-controller")}
+	e := &env{c: c, vpas: vpas, ns: c.NewNamespace(t), certDir: t.TempDir(), port: framework.FreePort(t), binary: c.BuildBinary(t, "./admission-controller")}
 	if err := webhook.GenerateSelfSigned(e.certDir, []string{"127.0.0.1"}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +71,7 @@ func setup(t *testing.T) *env {
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), e.config, metav1.DeleteOptions{})
 	})
-	healthPort := freePort(t)
+	healthPort := framework.FreePort(t)
 	e.health = fmt.Sprintf("http://127.0.0.1:%d", healthPort)
 	e.args = []string{
 		"--port=" + strconv.Itoa(e.port),

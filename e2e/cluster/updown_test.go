@@ -23,25 +23,6 @@ var portNames = []string{
 	"ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KCM_PORT", "SCHEDULER_PORT", "KWOK_PORT", "METRICS_SERVER_PORT",
 }
 
-// freePorts asks the kernel for n distinct unused loopback ports.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var ports []string
-	var listeners []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
-	}
-	for _, l := range listeners {
-		l.Close()
-	}
-	return ports
-}
-
 // instance is a second control plane with its own state folder and ports, so starting and
 // stopping it leaves the shared cluster that other tests use alone.
 type instance struct {
@@ -113,7 +94,9 @@ func listening(port string) bool {
 func TestClusterDownUp(t *testing.T) {
 	shared := framework.Start(t) // for the repository root and to have the binaries built
 	in := &instance{root: shared.RepoRoot, dir: filepath.Join(t.TempDir(), "cluster")}
-	in.ports = freePorts(t, len(portNames))
+	for _, p := range framework.FreePorts(t, len(portNames)) {
+		in.ports = append(in.ports, strconv.Itoa(p))
+	}
 	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2"}
 	for i, name := range portNames {
 		in.env = append(in.env, name+"="+in.ports[i])

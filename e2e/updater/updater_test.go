@@ -10,7 +10,6 @@ package updater
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -252,7 +251,7 @@ func lowRequests() []framework.Container {
 func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 	t.Helper()
 	e.c.Kubectl(t, "apply", "-f", filepath.Join(e.c.RepoRoot, "deploy", "rbac", "admission-controller.yaml"))
-	port, healthPort := freePort(t), freePort(t)
+	port, healthPort := framework.FreePort(t), framework.FreePort(t)
 	config := "vpa-webhook-" + e.ns
 	t.Cleanup(func() {
 		_ = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
@@ -293,16 +292,6 @@ func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 		return err == nil, err
 	})
 	return p
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // waitAdmitted waits until a pod of the Deployment created now (server-side
