@@ -31,6 +31,14 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e/')
 
+# Not part of test: needs a cluster with room for the pods (CLUSTER_NODES=10 for 1,000) and
+# takes several minutes. KUBECONFIG selects another cluster; flags in SCALE_TEST_FLAGS, e.g.
+# SCALE_TEST_FLAGS="--deployments=2000 --replicas=1".
+.PHONY: scale-test
+scale-test: bin/vpa-recommender ## Measure the recommender with 500 Deployments and VPAs on a running control plane.
+	$(KUBECTL) apply --server-side -f deploy/crds
+	$(GO) run ./hack/scale-test --recommender=bin/vpa-recommender $(SCALE_TEST_FLAGS)
+
 ##@ Local control plane
 
 KUBECTL ?= hack/cluster/kubectl.sh

@@ -1,0 +1,546 @@
+// Command scale-test measures the recommender at scale on a running control
+// plane (hack/cluster): it creates N Deployments with a VPA each (Off mode) in a
+// namespace of its own, pods reporting simulated usage through KWOK
+// annotations, runs the recommender binary scoped to that namespace, and
+// reads the recommender's own /metrics after every loop: time per step, API
+// writes, resident memory and heap. The first loop, where every VPA is new,
+// is reported apart from the steady-state loops after it.
+//
+//	make scale-test                                              # 500 two-pod Deployments
+//	make scale-test SCALE_TEST_FLAGS="--deployments=2000 --replicas=1"
+//	go run ./hack/scale-test --kubeconfig=/tmp/other/kubeconfig --recommender=bin/vpa-recommender
+//
+// The cluster needs room for the pods: every KWOK node holds 110
+// (CLUSTER_NODES=10 hack/cluster/up.sh for 1,000 pods). The namespace is
+// deleted at the end unless --keep is given.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	"k8s.io/utils/ptr"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+)
+
+type config struct {
+	kubeconfig   string
+	namespace    string
+	deployments  int
+	replicas     int
+	loops        int
+	interval     time.Duration
+	recommender  string
+	qps          float64
+	extraArgs    string
+	setupTimeout time.Duration
+	keep         bool
+	logDir       string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scale-test:", err)
+		os.Exit(1)
+	}
+}
+
+func defaultKubeconfig() string {
+	if k := os.Getenv("KUBECONFIG"); k != "" {
+		return k
+	}
+	return filepath.Join("_output", "cluster", "kubeconfig")
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("scale-test", flag.ContinueOnError)
+	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
+	fs.StringVar(&c.namespace, "namespace", "scale-test", "namespace for the workloads; must not exist yet")
+	fs.IntVar(&c.deployments, "deployments", 500, "number of Deployments, each with a VPA in Off mode")
+	fs.IntVar(&c.replicas, "replicas", 2, "pods per Deployment")
+	fs.IntVar(&c.loops, "loops", 4, "recommender loops to measure, the first included")
+	fs.DurationVar(&c.interval, "recommender-interval", time.Minute, "--recommender-interval passed to the recommender")
+	fs.StringVar(&c.recommender, "recommender", filepath.Join("bin", "vpa-recommender"), "recommender binary")
+	fs.Float64Var(&c.qps, "kube-api-qps", 50, "--kube-api-qps passed to the recommender (burst is twice this)")
+	fs.StringVar(&c.extraArgs, "recommender-args", "", "extra recommender flags, space separated")
+	fs.DurationVar(&c.setupTimeout, "setup-timeout", 20*time.Minute, "deadline for the pods to run and report metrics")
+	fs.BoolVar(&c.keep, "keep", false, "keep the namespace at the end")
+	fs.StringVar(&c.logDir, "log-dir", filepath.Join("_output", "scale-test"), "folder for the recommender's log")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if c.deployments < 1 || c.replicas < 1 || c.loops < 1 {
+		return errors.New("--deployments, --replicas and --loops must be positive")
+	}
+	if c.qps <= 0 {
+		return errors.New("--kube-api-qps must be positive")
+	}
+	if _, err := os.Stat(c.recommender); err != nil {
+		return fmt.Errorf("recommender binary: %w (build it with make bin/vpa-recommender)", err)
+	}
+
+	rc, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", c.kubeconfig, err)
+	}
+	rc.QPS, rc.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	vpas, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	metrics, err := metricsclient.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := preflight(ctx, kube, c); err != nil {
+		return err
+	}
+
+	logf("creating namespace %s with %d Deployments of %d pods and a VPA each", c.namespace, c.deployments, c.replicas)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("namespace %s exists: delete it or pass another --namespace", c.namespace)
+		}
+		return fmt.Errorf("creating namespace: %w", err)
+	}
+	if !c.keep {
+		defer func() {
+			logf("deleting namespace %s (in the background on the server)", c.namespace)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			defer cancel()
+			if err := kube.CoreV1().Namespaces().Delete(dctx, c.namespace, metav1.DeleteOptions{}); err != nil {
+				logf("deleting namespace: %v", err)
+			}
+		}()
+	}
+	setupStart := time.Now()
+	if err := createWorkloads(ctx, kube, vpas, c); err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, c.setupTimeout)
+	defer cancel()
+	want := c.deployments * c.replicas
+	if err := waitFor(sctx, "pods running", want, func(ctx context.Context) (int, error) {
+		l, err := kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for i := range l.Items {
+			if l.Items[i].Status.Phase == corev1.PodRunning {
+				n++
+			}
+		}
+		return n, nil
+	}); err != nil {
+		return err
+	}
+	if err := waitFor(sctx, "pods in metrics.k8s.io", want, func(ctx context.Context) (int, error) {
+		l, err := metrics.MetricsV1beta1().PodMetricses(c.namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return 0, err
+		}
+		return len(l.Items), nil
+	}); err != nil {
+		return err
+	}
+	logf("workloads ready after %s", time.Since(setupStart).Round(time.Second))
+
+	res, err := measure(ctx, c)
+	if err != nil {
+		return err
+	}
+	report(out, c, res)
+	return nil
+}
+
+// preflight checks that the CRDs are served and the nodes can hold the pods.
+func preflight(ctx context.Context, kube kubernetes.Interface, c config) error {
+	if _, err := kube.Discovery().ServerResourcesForGroupVersion("autoscaling.k8s.io/v1"); err != nil {
+		return fmt.Errorf("the VPA CRDs are not served (kubectl apply -f deploy/crds): %w", err)
+	}
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing nodes: %w", err)
+	}
+	capacity := int64(0)
+	for i := range nodes.Items {
+		capacity += nodes.Items[i].Status.Allocatable.Pods().Value()
+	}
+	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	free := capacity - int64(len(pods.Items))
+	if need := int64(c.deployments * c.replicas); need > free {
+		return fmt.Errorf("%d pods do not fit: the nodes have room for %d more (start the cluster with CLUSTER_NODES=%d)",
+			need, free, (need+int64(len(pods.Items)))/110+1)
+	}
+	return nil
+}
+
+// usage spreads the simulated usage over a few values, so recommendations
+// differ between Deployments.
+func usage(i int) (cpu, mem string) {
+	return fmt.Sprintf("%dm", 50+25*(i%10)), fmt.Sprintf("%dMi", 64+16*(i%8))
+}
+
+func createWorkloads(ctx context.Context, kube kubernetes.Interface, vpas versioned.Interface, c config) error {
+	const workers = 8
+	idx := make(chan int)
+	errc := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range idx {
+				if err := createOne(ctx, kube, vpas, c, i); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range c.deployments {
+		select {
+		case idx <- i:
+		case err = <-errc:
+			break feed
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+		if (i+1)%250 == 0 {
+			logf("created %d/%d Deployments and VPAs", i+1, c.deployments)
+		}
+	}
+	close(idx)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errc:
+		default:
+		}
+	}
+	return err
+}
+
+func createOne(ctx context.Context, kube kubernetes.Interface, vpas versioned.Interface, c config, i int) error {
+	name := fmt.Sprintf("app-%05d", i)
+	labels := map[string]string{"app": name}
+	cpu, mem := usage(i)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(c.replicas)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{
+					"kwok.x-k8s.io/usage-cpu":    cpu,
+					"kwok.x-k8s.io/usage-memory": mem,
+				}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "app",
+					Image: "registry.k8s.io/pause:3.10",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+						corev1.ResourceCPU:    resource.MustParse("100m"),
+						corev1.ResourceMemory: resource.MustParse("100Mi"),
+					}},
+				}}},
+			},
+		},
+	}
+	if _, err := kube.AppsV1().Deployments(c.namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating Deployment %s: %w", name, err)
+	}
+	v := &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace},
+		Spec: vpav1.VerticalPodAutoscalerSpec{
+			TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: ptr.To(vpav1.UpdateModeOff)},
+		},
+	}
+	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(c.namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating VPA %s: %w", name, err)
+	}
+	return nil
+}
+
+// waitFor polls count until it reaches want, logging progress, until ctx ends.
+func waitFor(ctx context.Context, what string, want int, count func(context.Context) (int, error)) error {
+	last, lastLog := -1, time.Time{}
+	for {
+		n, err := count(ctx)
+		if err == nil && n >= want {
+			logf("%s: %d/%d", what, n, want)
+			return nil
+		}
+		if err == nil && (n != last || time.Since(lastLog) > 30*time.Second) && time.Since(lastLog) > 10*time.Second {
+			logf("%s: %d/%d", what, n, want)
+			last, lastLog = n, time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %d/%d (last error: %v): %w", what, n, want, err, ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// sample is one scrape of the recommender's /metrics.
+type sample map[string]float64
+
+// loopResult is what one loop cost: seconds per step, API writes by
+// kind/result, and memory at its end.
+type loopResult struct {
+	steps  map[string]float64
+	writes map[string]float64
+	rss    float64
+	heap   float64
+}
+
+type results struct {
+	startup time.Duration // start of the process to the end of the first loop
+	loops   []loopResult
+	peakRSS float64
+	logPath string
+}
+
+var steps = []string{"LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs", "MaintainCheckpoints", "GarbageCollect", "total"}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func measure(ctx context.Context, c config) (*results, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(c.logDir, fmt.Sprintf("recommender-%s.log", time.Now().Format("20060102-150405")))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	args := []string{
+		"--kubeconfig=" + c.kubeconfig,
+		"--vpa-object-namespace=" + c.namespace,
+		fmt.Sprintf("--address=127.0.0.1:%d", port),
+		"--recommender-interval=" + c.interval.String(),
+		"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
+	}
+	args = append(args, strings.Fields(c.extraArgs)...)
+	cmd := exec.Command(c.recommender, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	logf("starting %s %s (log %s)", c.recommender, strings.Join(args, " "), logPath)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-exited
+			}
+		}
+	}()
+
+	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+	res := &results{logPath: logPath}
+	var prev sample
+	deadline := time.After(time.Duration(c.loops+2)*c.interval + 10*time.Minute)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for len(res.loops) < c.loops {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case err := <-exited:
+			return nil, fmt.Errorf("recommender exited: %v (see %s)", err, logPath)
+		case <-deadline:
+			return nil, fmt.Errorf("only %d of %d loops finished in time (see %s)", len(res.loops), c.loops, logPath)
+		case <-tick.C:
+		}
+		cur, err := scrape(url)
+		if err != nil {
+			continue // not listening yet
+		}
+		res.peakRSS = math.Max(res.peakRSS, cur["process_resident_memory_bytes"])
+		if cur[stepKey("total", "_count")] <= prev[stepKey("total", "_count")] {
+			continue
+		}
+		if res.startup == 0 {
+			res.startup = time.Since(start)
+		}
+		lr := loopResult{steps: map[string]float64{}, writes: map[string]float64{},
+			rss: cur["process_resident_memory_bytes"], heap: cur["go_memstats_heap_alloc_bytes"]}
+		for _, s := range steps {
+			lr.steps[s] = cur[stepKey(s, "_sum")] - prev[stepKey(s, "_sum")]
+		}
+		for k, v := range cur {
+			if rest, ok := strings.CutPrefix(k, "vpa_recommender_api_writes_total{"); ok {
+				lr.writes[strings.TrimSuffix(rest, "}")] = v - prev[k]
+			}
+		}
+		res.loops = append(res.loops, lr)
+		logf("loop %d: %.2fs, RSS %.1f MB, heap %.1f MB", len(res.loops), lr.steps["total"], lr.rss/1e6, lr.heap/1e6)
+		prev = cur
+	}
+	return res, nil
+}
+
+func stepKey(step, suffix string) string {
+	return "vpa_recommender_execution_latency_seconds" + suffix + `{step="` + step + `"}`
+}
+
+// scrape reads the text exposition into a map from "name{labels}" (labels as
+// printed, without le buckets) to value.
+func scrape(url string) (sample, error) {
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	s := sample{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' || strings.Contains(line, "_bucket{") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		s[line[:i]] = v
+	}
+	return s, sc.Err()
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func report(out io.Writer, c config, r *results) {
+	fmt.Fprintf(out, "\n%d VPAs, %d Deployments of %d pods (%d pods), --recommender-interval=%s, --kube-api-qps=%g\n",
+		c.deployments, c.deployments, c.replicas, c.deployments*c.replicas, c.interval, c.qps)
+	fmt.Fprintf(out, "process start to end of first loop: %s; peak RSS seen: %.1f MB; recommender log: %s\n\n",
+		r.startup.Round(100*time.Millisecond), r.peakRSS/1e6, r.logPath)
+
+	kinds := map[string]bool{}
+	for _, l := range r.loops {
+		for k := range l.writes {
+			kinds[k] = true
+		}
+	}
+	writeKeys := make([]string, 0, len(kinds))
+	for k := range kinds {
+		writeKeys = append(writeKeys, k)
+	}
+	sort.Strings(writeKeys)
+
+	fmt.Fprint(out, "| loop | total s |")
+	for _, s := range steps[:len(steps)-1] {
+		fmt.Fprintf(out, " %s s |", s)
+	}
+	for _, k := range writeKeys {
+		fmt.Fprintf(out, " writes %s |", strings.NewReplacer(`kind="`, "", `",result="`, "/", `"`, "").Replace(k))
+	}
+	fmt.Fprintln(out, " RSS MB | heap MB |")
+	fmt.Fprint(out, "|---|---|")
+	for range steps[:len(steps)-1] {
+		fmt.Fprint(out, "---|")
+	}
+	for range writeKeys {
+		fmt.Fprint(out, "---|")
+	}
+	fmt.Fprintln(out, "---|---|")
+	for i, l := range r.loops {
+		name := strconv.Itoa(i + 1)
+		if i == 0 {
+			name = "1 (all VPAs new)"
+		}
+		fmt.Fprintf(out, "| %s | %.2f |", name, l.steps["total"])
+		for _, s := range steps[:len(steps)-1] {
+			fmt.Fprintf(out, " %.3f |", l.steps[s])
+		}
+		for _, k := range writeKeys {
+			fmt.Fprintf(out, " %.0f |", l.writes[k])
+		}
+		fmt.Fprintf(out, " %.1f | %.1f |\n", l.rss/1e6, l.heap/1e6)
+	}
+	if len(r.loops) > 1 {
+		var sum, maxT, maxRSS float64
+		for _, l := range r.loops[1:] {
+			sum += l.steps["total"]
+			maxT = math.Max(maxT, l.steps["total"])
+			maxRSS = math.Max(maxRSS, l.rss)
+		}
+		fmt.Fprintf(out, "\nfirst loop %.2f s; steady state (loops 2-%d) mean %.2f s, max %.2f s, RSS max %.1f MB\n",
+			r.loops[0].steps["total"], len(r.loops), sum/float64(len(r.loops)-1), maxT, maxRSS/1e6)
+	}
+}
