@@ -145,32 +145,13 @@ func (e *env) createVPA(t *testing.T, name string, mode vpav1.UpdateMode, policy
 	}
 }
 
-// dryRunPod creates (server-side dry run) a pod owned by the Deployment's
-// ReplicaSet and returns it as the API server would store it, webhooks applied.
-func (e *env) dryRunPod(t *testing.T, deployment string) (*corev1.Pod, error) {
-	ctx := context.Background()
-	rss, err := e.c.Client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
-	if err != nil || len(rss.Items) == 0 {
-		return nil, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
-	}
-	rs := rss.Items[0]
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: deployment + "-probe-", Namespace: e.ns, Labels: rs.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
-		},
-		Spec: *rs.Spec.Template.Spec.DeepCopy(),
-	}
-	return e.c.Client.CoreV1().Pods(e.ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-}
-
 // waitPatched waits until a dry-run pod of the deployment carries the
 // vpaUpdates annotation (the admission controller's caches have caught up).
 func (e *env) waitPatched(t *testing.T, deployment string) *corev1.Pod {
 	t.Helper()
 	var got *corev1.Pod
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		p, err := e.dryRunPod(t, deployment)
+		p, err := e.c.DryRunPod(e.ns, deployment)
 		if err != nil {
 			return false, nil
 		}

@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
@@ -300,21 +299,8 @@ func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 // recommendation.
 func (e *env) waitAdmitted(t *testing.T, deployment string, want corev1.ResourceList) {
 	t.Helper()
-	ctx := context.Background()
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		rss, err := e.c.Client.AppsV1().ReplicaSets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
-		if err != nil || len(rss.Items) == 0 {
-			return false, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
-		}
-		rs := rss.Items[0]
-		probe := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{
-				GenerateName: deployment + "-probe-", Namespace: e.ns, Labels: rs.Spec.Template.Labels,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
-			},
-			Spec: *rs.Spec.Template.Spec.DeepCopy(),
-		}
-		got, err := e.c.Client.CoreV1().Pods(e.ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		got, err := e.c.DryRunPod(e.ns, deployment)
 		if err != nil {
 			return false, err
 		}

@@ -1,0 +1,31 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// DryRunPod creates, as a server-side dry run, a pod of the Deployment's
+// current ReplicaSet (app=<deployment>) and returns it as the admission chain
+// would store it: what a new pod of the Deployment gets from mutating
+// webhooks, without scheduling anything.
+func (c *Cluster) DryRunPod(ns, deployment string) (*corev1.Pod, error) {
+	ctx := context.Background()
+	rss, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
+	if err != nil || len(rss.Items) == 0 {
+		return nil, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
+	}
+	rs := rss.Items[0]
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: deployment + "-probe-", Namespace: ns, Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
+		},
+		Spec: *rs.Spec.Template.Spec.DeepCopy(),
+	}
+	return c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
