@@ -65,8 +65,9 @@ type Config struct {
 	PerVPAConfig bool
 	// Model is the global model configuration; nil means the default.
 	Model *model.Config
-	// StatusMaxAge bounds how long small bound drifts stay unwritten (see
-	// NeedsWrite); zero means CheckpointsWriteInterval.
+	// StatusMaxAge is the period of the bounds slots: how long small bound
+	// drifts stay unwritten at most (see NeedsWrite); zero means
+	// CheckpointsWriteInterval.
 	StatusMaxAge time.Duration
 }
 
@@ -554,7 +555,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			matches:     fmt.Sprint(st.podCount > 0),
 			unsupported: fmt.Sprint(st.unsupported != ""),
 		}]++
-		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge()) {
+		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
 			jobs = append(jobs, job{st: st, status: status})
 		}
 	}

@@ -150,16 +150,19 @@ func lowConfidence(f Facts) string {
 }
 
 // BoundsTolerance is the relative change of a lower or upper bound that is
-// written at once; smaller drifts wait for the status's max age.
-const BoundsTolerance = 0.05
+// written at once. Smaller drifts wait for the VPA's next bounds slot.
+const BoundsTolerance = 0.5
 
 // NeedsWrite decides whether the new status must be written. Any change of
 // conditions, observedGeneration, the set of containers, a target or an
-// uncapped target is written at once. The bounds move a little at almost
-// every loop while confidence grows (upstream rewrites every VPA at every
-// loop because of it); a bound change is written at once when it exceeds
-// BoundsTolerance, and otherwise once the last write is maxAge old.
-func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now time.Time, maxAge time.Duration) bool {
+// uncapped target is written at once, and so is a bound that moves by more
+// than BoundsTolerance. Smaller bound drifts are written at the VPA's bounds
+// slot: once per maxAge, at the VPA's own phase within it (phase, e.g.
+// checkpoint.Offset of its key). While confidence grows the bounds move a
+// little at every loop for every young VPA at once (upstream rewrites every
+// VPA at every loop because of it); the slots spread those writes evenly over
+// maxAge, and no bound is ever more than maxAge stale.
+func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now time.Time, maxAge, phase time.Duration) bool {
 	if !StatusChanged(old, updated) {
 		return false
 	}
@@ -169,7 +172,7 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 		(o.Recommendation == nil) != (n.Recommendation == nil) {
 		return true
 	}
-	if now.Sub(lastWrite) >= maxAge {
+	if lastWrite.Before(lastSlot(now, maxAge, phase)) {
 		return true
 	}
 	oc, nc := o.Recommendation.ContainerRecommendations, n.Recommendation.ContainerRecommendations
@@ -186,6 +189,19 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 		}
 	}
 	return false
+}
+
+// lastSlot returns the latest time at or before now that is phase past a
+// multiple of period (counted from the Unix epoch).
+func lastSlot(now time.Time, period, phase time.Duration) time.Time {
+	if period <= 0 {
+		return now
+	}
+	since := (now.UnixNano() - int64(phase)) % int64(period)
+	if since < 0 {
+		since += int64(period)
+	}
+	return now.Add(-time.Duration(since))
 }
 
 func boundMoved(a, b corev1.ResourceList) bool {

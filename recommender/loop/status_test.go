@@ -1,6 +1,8 @@
 package loop
 
 import (
+	"fmt"
+	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"testing"
 	"time"
 
@@ -40,7 +42,8 @@ func TestNeedsWrite(t *testing.T) {
 		"target changed":             {old: status("350m", "300m", "400m"), new: status("351m", "300m", "400m"), lastWrite: now, want: true},
 		"small bound drift, recent":  {old: status("350m", "300m", "400m"), new: status("350m", "300m", "410m"), lastWrite: now, want: false},
 		"small bound drift, stale":   {old: status("350m", "300m", "400m"), new: status("350m", "300m", "410m"), lastWrite: now.Add(-10 * time.Minute), want: true},
-		"large bound move":           {old: status("350m", "300m", "400m"), new: status("350m", "300m", "500m"), lastWrite: now, want: true},
+		"25% bound move, recent":     {old: status("350m", "300m", "400m"), new: status("350m", "300m", "500m"), lastWrite: now, want: false},
+		"large bound move":           {old: status("350m", "300m", "400m"), new: status("350m", "300m", "700m"), lastWrite: now, want: true},
 		"condition added":            {old: status("350m", "300m", "400m"), new: status("350m", "300m", "400m", provided), lastWrite: now, want: true},
 		"recommendation appears":     {old: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, new: status("350m", "300m", "400m"), lastWrite: now, want: true},
 		"observedGeneration moves":   {old: vpav1.VerticalPodAutoscalerStatus{}, new: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, lastWrite: now, want: true},
@@ -52,7 +55,7 @@ func TestNeedsWrite(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := NeedsWrite(tc.old, tc.new, tc.lastWrite, now, 10*time.Minute); got != tc.want {
+			if got := NeedsWrite(tc.old, tc.new, tc.lastWrite, now, 10*time.Minute, 0); got != tc.want {
 				t.Errorf("NeedsWrite = %v, want %v", got, tc.want)
 			}
 		})
@@ -126,5 +129,38 @@ func TestBuildStatus(t *testing.T) {
 				t.Errorf("recommendation = %v", st.Recommendation)
 			}
 		})
+	}
+}
+
+// TestBoundDriftWritesAreSpread: 500 VPAs written together whose upper bounds
+// then drift at every loop (young VPAs whose confidence grows) are rewritten
+// about N/10 per 1-minute loop, not all at every loop, and each within the
+// 10-minute max age.
+func TestBoundDriftWritesAreSpread(t *testing.T) {
+	const n, maxAge = 500, 10 * time.Minute
+	written := make([]time.Time, n)
+	for i := range written {
+		written[i] = start
+	}
+	old := status("350m", "300m", "400m")
+	for loop := 1; loop <= 20; loop++ {
+		now := start.Add(time.Duration(loop) * time.Minute)
+		drifted := status("350m", "300m", fmt.Sprintf("%dm", 400+10*loop))
+		writes := 0
+		for i := range written {
+			phase := checkpoint.Offset(fmt.Sprintf("ns/vpa-%d", i), maxAge)
+			if NeedsWrite(old, drifted, written[i], now, maxAge, phase) {
+				written[i] = now
+				writes++
+			}
+		}
+		if writes > 2*n/10 {
+			t.Errorf("loop %d wrote %d of %d statuses; bound drifts should be spread over the max age", loop, writes, n)
+		}
+		for i, w := range written {
+			if now.Sub(w) > maxAge {
+				t.Fatalf("loop %d: VPA %d unwritten for %v, more than the max age", loop, i, now.Sub(w))
+			}
+		}
 	}
 }
