@@ -156,7 +156,9 @@ const BoundsTolerance = 0.5
 // NeedsWrite decides whether the new status must be written. Any change of
 // conditions, observedGeneration, the set of containers, a target or an
 // uncapped target is written at once, and so is a bound that moves by more
-// than BoundsTolerance. Smaller bound drifts are written at the VPA's bounds
+// than BoundsTolerance while the recommendation has at least a day of history
+// (under LowConfidence the bounds are wide on purpose and shrink at every
+// loop as history grows). Other bound drifts are written at the VPA's bounds
 // slot: once per maxAge, at the VPA's own phase within it (phase, e.g.
 // checkpoint.Offset of its key). While confidence grows the bounds move a
 // little at every loop for every young VPA at once (upstream rewrites every
@@ -179,12 +181,22 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 	if len(oc) != len(nc) {
 		return true
 	}
+	settled := !hasTrueCondition(n.Conditions, vpav1.LowConfidence)
 	for i := range oc {
 		a, b := oc[i], nc[i]
 		if a.ContainerName != b.ContainerName ||
 			!apiequality.Semantic.DeepEqual(a.Target, b.Target) ||
 			!apiequality.Semantic.DeepEqual(a.UncappedTarget, b.UncappedTarget) ||
-			boundMoved(a.LowerBound, b.LowerBound) || boundMoved(a.UpperBound, b.UpperBound) {
+			settled && (boundMoved(a.LowerBound, b.LowerBound) || boundMoved(a.UpperBound, b.UpperBound)) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasTrueCondition(conds []vpav1.VerticalPodAutoscalerCondition, t vpav1.VerticalPodAutoscalerConditionType) bool {
+	for _, c := range conds {
+		if c.Type == t && c.Status == corev1.ConditionTrue {
 			return true
 		}
 	}

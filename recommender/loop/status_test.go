@@ -32,6 +32,7 @@ func status(target, lower, upper string, conds ...vpav1.VerticalPodAutoscalerCon
 func TestNeedsWrite(t *testing.T) {
 	now := start
 	provided := vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)}
+	lowConfidence := vpav1.VerticalPodAutoscalerCondition{Type: vpav1.LowConfidence, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)}
 	tests := map[string]struct {
 		old, new  vpav1.VerticalPodAutoscalerStatus
 		lastWrite time.Time
@@ -44,9 +45,12 @@ func TestNeedsWrite(t *testing.T) {
 		"small bound drift, stale":   {old: status("350m", "300m", "400m"), new: status("350m", "300m", "410m"), lastWrite: now.Add(-10 * time.Minute), want: true},
 		"25% bound move, recent":     {old: status("350m", "300m", "400m"), new: status("350m", "300m", "500m"), lastWrite: now, want: false},
 		"large bound move":           {old: status("350m", "300m", "400m"), new: status("350m", "300m", "700m"), lastWrite: now, want: true},
-		"condition added":            {old: status("350m", "300m", "400m"), new: status("350m", "300m", "400m", provided), lastWrite: now, want: true},
-		"recommendation appears":     {old: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, new: status("350m", "300m", "400m"), lastWrite: now, want: true},
-		"observedGeneration moves":   {old: vpav1.VerticalPodAutoscalerStatus{}, new: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, lastWrite: now, want: true},
+		"large bound move under LowConfidence waits for the slot": {
+			old: status("350m", "300m", "400m", lowConfidence), new: status("350m", "300m", "700m", lowConfidence), lastWrite: now, want: false,
+		},
+		"condition added":          {old: status("350m", "300m", "400m"), new: status("350m", "300m", "400m", provided), lastWrite: now, want: true},
+		"recommendation appears":   {old: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, new: status("350m", "300m", "400m"), lastWrite: now, want: true},
+		"observedGeneration moves": {old: vpav1.VerticalPodAutoscalerStatus{}, new: vpav1.VerticalPodAutoscalerStatus{ObservedGeneration: status("1", "1", "1").ObservedGeneration}, lastWrite: now, want: true},
 		"sub-second transition time only": {old: status("350m", "300m", "400m", provided), new: func() vpav1.VerticalPodAutoscalerStatus {
 			p := provided
 			p.LastTransitionTime = metav1.NewTime(start.Add(300 * time.Millisecond))
@@ -138,29 +142,44 @@ func TestBuildStatus(t *testing.T) {
 // 10-minute max age.
 func TestBoundDriftWritesAreSpread(t *testing.T) {
 	const n, maxAge = 500, 10 * time.Minute
-	written := make([]time.Time, n)
-	for i := range written {
-		written[i] = start
+	lowConfidence := vpav1.VerticalPodAutoscalerCondition{Type: vpav1.LowConfidence, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(start)}
+	tests := map[string]func(loop int) vpav1.VerticalPodAutoscalerStatus{
+		"small drift of settled VPAs": func(loop int) vpav1.VerticalPodAutoscalerStatus {
+			return status("350m", "300m", fmt.Sprintf("%dm", 400+10*loop))
+		},
+		// The upper bound of a young VPA is P95 × (1 + 1/confidence), with
+		// confidence growing by 1/1440 per minute.
+		"young VPAs under LowConfidence": func(loop int) vpav1.VerticalPodAutoscalerStatus {
+			return status("350m", "300m", fmt.Sprintf("%dm", 400*(1+1440/loop)), lowConfidence)
+		},
 	}
-	old := status("350m", "300m", "400m")
-	for loop := 1; loop <= 20; loop++ {
-		now := start.Add(time.Duration(loop) * time.Minute)
-		drifted := status("350m", "300m", fmt.Sprintf("%dm", 400+10*loop))
-		writes := 0
-		for i := range written {
-			phase := checkpoint.Offset(fmt.Sprintf("ns/vpa-%d", i), maxAge)
-			if NeedsWrite(old, drifted, written[i], now, maxAge, phase) {
-				written[i] = now
-				writes++
+	for name, statusAt := range tests {
+		t.Run(name, func(t *testing.T) {
+			written := make([]time.Time, n)
+			last := make([]vpav1.VerticalPodAutoscalerStatus, n)
+			for i := range written {
+				written[i], last[i] = start, statusAt(1)
 			}
-		}
-		if writes > 2*n/10 {
-			t.Errorf("loop %d wrote %d of %d statuses; bound drifts should be spread over the max age", loop, writes, n)
-		}
-		for i, w := range written {
-			if now.Sub(w) > maxAge {
-				t.Fatalf("loop %d: VPA %d unwritten for %v, more than the max age", loop, i, now.Sub(w))
+			for loop := 2; loop <= 21; loop++ {
+				now := start.Add(time.Duration(loop-1) * time.Minute)
+				next := statusAt(loop)
+				writes := 0
+				for i := range written {
+					phase := checkpoint.Offset(fmt.Sprintf("ns/vpa-%d", i), maxAge)
+					if NeedsWrite(last[i], next, written[i], now, maxAge, phase) {
+						written[i], last[i] = now, next
+						writes++
+					}
+				}
+				if writes > 2*n/10 {
+					t.Errorf("loop %d wrote %d of %d statuses; bound drifts should be spread over the max age", loop, writes, n)
+				}
+				for i, w := range written {
+					if now.Sub(w) > maxAge {
+						t.Fatalf("loop %d: VPA %d unwritten for %v, more than the max age", loop, i, now.Sub(w))
+					}
+				}
 			}
-		}
+		})
 	}
 }
