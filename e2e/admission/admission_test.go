@@ -56,8 +56,8 @@ type env struct {
 func setup(t *testing.T) *env {
 	c := framework.Start(t)
 	applyOnce.Do(func() {
-		c.Kubectl(t, "apply", "-f", filepath.Join(c.RepoRoot, "deploy", "crds"))
-		c.Kubectl(t, "apply", "-f", filepath.Join(c.RepoRoot, "deploy", "rbac", "admission-controller.yaml"))
+		c.InstallCRDs(t)
+		c.ApplyRBAC(t, "admission-controller")
 	})
 	vpas, err := vpaclient.NewForConfig(c.Config)
 	if err != nil {

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,12 +22,7 @@ func TestVPACRDPrinterColumns(t *testing.T) {
 	ns := c.NewNamespace(t)
 	ctx := context.Background()
 
-	// Server-side apply: the CRDs are too large for the last-applied annotation, and other test
-	// packages may apply them at the same time. They stay installed for those packages.
-	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "--field-manager=openvpa-e2e",
-		"--filename", filepath.Join(c.RepoRoot, "deploy", "crds"))
-	c.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/verticalpodautoscalers.autoscaling.k8s.io", "crd/verticalpodautoscalercheckpoints.autoscaling.k8s.io")
+	c.InstallCRDs(t)
 
 	vpa := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "autoscaling.k8s.io/v1",

@@ -17,9 +17,7 @@ func TestVPACRDRejectsInvalidObjects(t *testing.T) {
 	t.Parallel()
 	c := framework.Start(t)
 	ns := c.NewNamespace(t)
-	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "--field-manager=openvpa-e2e",
-		"--filename", filepath.Join(c.RepoRoot, "deploy", "crds"))
-	c.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/verticalpodautoscalers.autoscaling.k8s.io")
+	c.InstallCRDs(t)
 
 	vpa := func(spec string) string {
 		return "apiVersion: autoscaling.k8s.io/v1\nkind: VerticalPodAutoscaler\nmetadata:\n  name: bad\nspec:\n" +

@@ -39,8 +39,8 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	c := framework.Start(t)
-	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.RepoRoot, "deploy", "crds"))
-	c.Kubectl(t, "apply", "-f", filepath.Join(c.RepoRoot, "deploy", "rbac", "recommender.yaml"))
+	c.InstallCRDs(t)
+	c.ApplyRBAC(t, "recommender")
 	return &env{c: c, ns: c.NewNamespace(t), vpa: vpaclient.NewForConfigOrDie(c.Config)}
 }
 

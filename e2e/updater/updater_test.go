@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,8 +43,8 @@ type env struct {
 func setup(t *testing.T) *env {
 	t.Helper()
 	c := framework.Start(t)
-	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "-f", filepath.Join(c.RepoRoot, "deploy", "crds"))
-	c.Kubectl(t, "apply", "-f", filepath.Join(c.RepoRoot, "deploy", "rbac", "updater.yaml"))
+	c.InstallCRDs(t)
+	c.ApplyRBAC(t, "updater")
 	ns := c.NewNamespace(t)
 	return &env{c: c, ns: ns, vpa: vpaclient.NewForConfigOrDie(c.Config)}
 }
@@ -249,7 +248,7 @@ func lowRequests() []framework.Container {
 // registered.
 func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 	t.Helper()
-	e.c.Kubectl(t, "apply", "-f", filepath.Join(e.c.RepoRoot, "deploy", "rbac", "admission-controller.yaml"))
+	e.c.ApplyRBAC(t, "admission-controller")
 	port, healthPort := framework.FreePort(t), framework.FreePort(t)
 	config := "vpa-webhook-" + e.ns
 	t.Cleanup(func() {
