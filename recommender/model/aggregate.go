@@ -54,13 +54,23 @@ func (a *AggregateState) SetConfig(cfg *Config) error {
 	return nil
 }
 
-// addCPU records a CPU sample of m millicores taken at t.
+// addCPU records a CPU sample of m millicores taken at t. It does what
+// a.CPU.AddSample(CoresFromCPUAmount(m), MinSampleWeight, t) does, with the
+// common cases of the decay factor and of the bucket lookup inlined: it runs
+// once per container per recommender loop.
 func (a *AggregateState) addCPU(t time.Time, m ResourceAmount) {
-	a.CPU.AddSample(CoresFromCPUAmount(m), MinSampleWeight, t)
-	if t.After(a.LastSampleStart) {
+	value := CoresFromCPUAmount(m)
+	weight := MinSampleWeight * a.CPU.decayFactor(t)
+	h := &a.CPU.h
+	b, ok := h.opts.index.find(value)
+	if !ok {
+		b = h.opts.FindBucket(value)
+	}
+	h.add(b, weight)
+	if wallBefore(a.LastSampleStart, t) {
 		a.LastSampleStart = t
 	}
-	if a.FirstSampleStart.IsZero() || t.Before(a.FirstSampleStart) {
+	if a.FirstSampleStart.IsZero() || wallBefore(t, a.FirstSampleStart) {
 		a.FirstSampleStart = t
 	}
 	a.TotalSamplesCount++

@@ -48,9 +48,11 @@ func BenchmarkAddCPUSample(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := cpuTime()
-	for i := 0; i < b.N; i++ {
-		k := i % len(samples)
-		instances[i/len(samples)].AddCPUSample(times[k], samples[k])
+	for i, n := 0, 0; n < b.N; i++ {
+		c := instances[i]
+		for k := 0; k < len(samples) && n < b.N; k, n = k+1, n+1 {
+			c.AddCPUSample(times[k], samples[k])
+		}
 	}
 	reportCPUTime(b, start)
 }

@@ -132,7 +132,7 @@ func decodeHistogram(d *DecayingHistogram, c *vpav1.HistogramCheckpoint) error {
 		sum += int64(w)
 		lo, hi = min(lo, b), max(hi, b)
 	}
-	d.reference = c.ReferenceTimestamp.Time
+	d.setReference(c.ReferenceTimestamp.Time)
 	if sum == 0 {
 		return nil
 	}

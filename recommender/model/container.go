@@ -46,7 +46,7 @@ func (c *ContainerState) MaxMemoryPeak() ResourceAmount {
 // and records nothing, when usage is negative or t is not after the previous
 // CPU sample of this instance.
 func (c *ContainerState) AddCPUSample(t time.Time, usage ResourceAmount) bool {
-	if usage < 0 || !t.After(c.LastCPUSampleStart) {
+	if usage < 0 || !wallBefore(c.LastCPUSampleStart, t) {
 		return false
 	}
 	c.aggregate.addCPU(t, usage)
@@ -122,4 +122,13 @@ func (c *ContainerState) openPeak(now time.Time) (time.Time, ResourceAmount, boo
 		return time.Time{}, 0, false
 	}
 	return c.WindowEnd, c.MaxMemoryPeak(), true
+}
+
+// wallBefore reports whether a is before b on the wall clock. Unlike
+// time.Time.Before it ignores monotonic clock readings (sample times come
+// from metrics and checkpoints, which have none), and it is small enough to
+// be inlined on the per-sample path.
+func wallBefore(a, b time.Time) bool {
+	as, bs := a.Unix(), b.Unix()
+	return as < bs || as == bs && a.Nanosecond() < b.Nanosecond()
 }

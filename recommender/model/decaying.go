@@ -27,12 +27,24 @@ type DecayingHistogram struct {
 	h         Histogram
 	halfLife  time.Duration
 	reference time.Time
+	// refUnix and refNano are reference's Unix seconds and nanoseconds,
+	// kept so that a sample's distance from the reference costs two
+	// subtractions rather than time.Time.Sub.
+	refUnix int64
+	refNano int32
 }
 
 // NewDecayingHistogram returns an empty decaying histogram with the given
 // scheme and half-life (> 0) and a zero reference timestamp.
 func NewDecayingHistogram(opts *HistogramOptions, halfLife time.Duration) DecayingHistogram {
-	return DecayingHistogram{h: NewHistogram(opts), halfLife: halfLife}
+	d := DecayingHistogram{h: NewHistogram(opts), halfLife: halfLife}
+	d.setReference(time.Time{})
+	return d
+}
+
+// setReference sets the reference timestamp without rescaling.
+func (d *DecayingHistogram) setReference(t time.Time) {
+	d.reference, d.refUnix, d.refNano = t, t.Unix(), int32(t.Nanosecond())
 }
 
 // HalfLife returns the decay half-life.
@@ -86,7 +98,9 @@ func (d *DecayingHistogram) Merge(other *DecayingHistogram) error {
 
 // clone returns a deep copy.
 func (d *DecayingHistogram) clone() DecayingHistogram {
-	return DecayingHistogram{h: d.h.clone(), halfLife: d.halfLife, reference: d.reference}
+	c := *d
+	c.h = d.h.clone()
+	return c
 }
 
 // Equal reports whether two decaying histograms hold the same state.
@@ -100,19 +114,37 @@ func (d *DecayingHistogram) shiftReference(t time.Time) {
 	t = t.Round(d.halfLife)
 	exp := roundHalfUp(float64(d.reference.Sub(t)) / float64(d.halfLife))
 	d.h.scale(math.Ldexp(1, exp))
-	d.reference = t
+	d.setReference(t)
 }
 
 // decayFactor returns 2^((t − reference)/halfLife), first moving the
-// reference when t is more than MaxDecayExponent half-lives after it.
+// reference when t is more than MaxDecayExponent half-lives after it. The
+// test below is the common case, a sample less than 2^32 s after the
+// reference, written to be inlined into the per-sample path.
 func (d *DecayingHistogram) decayFactor(t time.Time) float64 {
+	if s := t.Unix() - d.refUnix; s >= 0 && s < maxFastSeconds {
+		since := time.Duration(s)*time.Second + time.Duration(int32(t.Nanosecond())-d.refNano)
+		if since <= time.Duration(int64(d.halfLife)*MaxDecayExponent) {
+			return exp2(float64(since) / float64(d.halfLife))
+		}
+	}
+	return d.decayFactorSlow(t)
+}
+
+// decayFactorSlow is decayFactor for any t.
+func (d *DecayingHistogram) decayFactorSlow(t time.Time) float64 {
 	since := t.Sub(d.reference)
 	if since > time.Duration(int64(d.halfLife)*MaxDecayExponent) {
 		d.shiftReference(t)
 		since = t.Sub(d.reference)
 	}
-	return math.Exp2(float64(since) / float64(d.halfLife))
+	return exp2(float64(since) / float64(d.halfLife))
 }
+
+// maxFastSeconds bounds the distance from the reference for which
+// decayFactor computes t − reference from Unix seconds, far from any risk of
+// overflowing a Duration.
+const maxFastSeconds = 1 << 32
 
 // roundHalfUp returns floor(x + 0.5) as an int.
 func roundHalfUp(x float64) int {

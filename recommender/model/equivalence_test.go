@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // dense is a straightforward histogram over all buckets, written from the
@@ -19,8 +20,17 @@ func newDense(o *HistogramOptions) *dense {
 	return &dense{opts: o, w: make([]float64, o.NumBuckets()), min: o.NumBuckets() - 1}
 }
 
+// specBucket is the bucket of v by the specification's formula, computed
+// with math.Log on every call.
+func specBucket(o *HistogramOptions, v float64) int {
+	if !(v >= o.first) {
+		return 0
+	}
+	return min(int(math.Log(v*(o.ratio-1)/o.first+1)/math.Log(o.ratio)), o.numBuckets-1)
+}
+
 func (d *dense) add(v, weight float64) {
-	b := d.opts.FindBucket(v)
+	b := specBucket(d.opts, v)
 	d.w[b] += weight
 	d.total += weight
 	if b < d.min && d.w[b] >= d.opts.Epsilon() {
@@ -41,7 +51,7 @@ func (d *dense) fix() {
 }
 
 func (d *dense) sub(v, weight float64) {
-	b := d.opts.FindBucket(v)
+	b := specBucket(d.opts, v)
 	if weight > d.w[b]-d.opts.Epsilon() {
 		weight = d.w[b]
 	}
@@ -177,6 +187,54 @@ func TestHistogramMatchesDenseReference(t *testing.T) {
 				h, d = &hs[i], ds[i]
 			}
 			sameState(t, step, op, d, h)
+		}
+	}
+}
+
+// TestCPUSamplesMatchSpecification feeds random CPU sample streams through
+// container instances into an aggregate and, in parallel, into the dense
+// reference with the specification's decay: weight 0.1·2^((t − ref)/halfLife)
+// computed with math.Exp2, the reference moved to t.Round(halfLife) with a
+// power-of-two rescale past 100 half-lives. Weights must agree bit for bit.
+func TestCPUSamplesMatchSpecification(t *testing.T) {
+	cfg := DefaultConfig()
+	halfLife := cfg.CPUHistogramDecayHalfLife
+	for seed := uint64(1); seed <= 10; seed++ {
+		r := rand.New(rand.NewPCG(seed, seed*104729))
+		now := testStart.Add(time.Duration(r.Int64N(int64(1000 * time.Hour))))
+		agg := NewAggregateState(cfg, now)
+		instances := []*ContainerState{NewContainerState(agg), NewContainerState(agg)}
+		d := newDense(cfg.CPUHistogramOptions)
+		var ref time.Time
+		for step := 0; step < 3000; step++ {
+			// Mostly a minute apart with second resolution, sometimes
+			// nanoseconds, now and then weeks at once (reference shifts).
+			switch k := r.IntN(100); {
+			case k < 90:
+				now = now.Add(time.Minute + time.Duration(r.IntN(3000)-1500)*time.Millisecond).Truncate(time.Second)
+			case k < 98:
+				now = now.Add(time.Duration(r.Int64N(int64(time.Minute))))
+			default:
+				now = now.Add(time.Duration(r.Int64N(int64(300 * 24 * time.Hour))))
+			}
+			m := ResourceAmount(r.Int64N(5_000_000))
+			if r.IntN(20) == 0 {
+				m = ResourceAmount(r.IntN(20))
+			}
+			c := instances[r.IntN(len(instances))]
+			if !c.AddCPUSample(now, m) {
+				continue
+			}
+			if now.Sub(ref) > time.Duration(int64(halfLife)*MaxDecayExponent) {
+				next := now.Round(halfLife)
+				d.scale(math.Exp2(math.Floor(float64(ref.Sub(next))/float64(halfLife) + 0.5)))
+				ref = next
+			}
+			d.add(float64(m)/1000, MinSampleWeight*math.Exp2(float64(now.Sub(ref))/float64(halfLife)))
+			if !agg.CPU.ReferenceTimestamp().Equal(ref) {
+				t.Fatalf("seed %d step %d: reference %v, specification %v", seed, step, agg.CPU.ReferenceTimestamp(), ref)
+			}
+			sameState(t, step, "add cpu", d, &agg.CPU.h)
 		}
 	}
 }

@@ -104,17 +104,24 @@ func (h *Histogram) AddSample(value, weight float64) {
 	if !(weight >= 0) || math.IsInf(weight, 1) {
 		return
 	}
-	b := h.opts.FindBucket(value)
-	p := h.slot(b)
+	h.add(h.opts.FindBucket(value), weight)
+}
+
+// add adds weight ≥ 0 to bucket b.
+func (h *Histogram) add(b int, weight float64) {
+	var p *float64
+	if i := b - int(h.lo); uint(i) < uint(len(h.w)) {
+		p = &h.w[i]
+	} else {
+		p = h.slot(b)
+	}
 	*p += weight
 	h.total += weight
-	if *p >= h.opts.epsilon {
-		if b < int(h.min) {
-			h.min = int32(b)
-		}
-		if b > int(h.max) {
-			h.max = int32(b)
-		}
+	// Only a bucket outside [min, max] can move them; testing that first
+	// keeps the just-stored weight off the common path.
+	if (b < int(h.min) || b > int(h.max)) && *p >= h.opts.epsilon {
+		h.min = int32(min(b, int(h.min)))
+		h.max = int32(max(b, int(h.max)))
 	}
 }
 

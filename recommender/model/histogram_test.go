@@ -300,7 +300,7 @@ func TestHistogramCheckpointEncoding(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			d := NewDecayingHistogram(opts, 24*time.Hour)
-			d.reference = ref
+			d.setReference(ref)
 			for v, w := range tc.weights {
 				d.AddSample(v, w, ref)
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 const (
@@ -35,6 +36,7 @@ type HistogramOptions struct {
 	epsilon    float64
 	logRatio   float64
 	starts     []float64
+	index      *bucketIndex
 }
 
 // NewExponentialHistogramOptions returns the scheme with the given maximum
@@ -60,23 +62,32 @@ func NewExponentialHistogramOptions(maxValue, first, ratio, epsilon float64) (*H
 	for b := 1; b < n; b++ {
 		o.starts[b] = first * (math.Pow(ratio, float64(b)) - 1) / (ratio - 1)
 	}
+	o.index = newBucketIndex(o)
 	return o, nil
 }
 
 // DefaultCPUHistogramOptions returns the CPU scheme: 0.01 core first bucket,
-// ratio 1.05, up to 1000 cores, 176 buckets.
-func DefaultCPUHistogramOptions() *HistogramOptions {
-	o, err := NewExponentialHistogramOptions(CPUHistogramMaxValue, CPUHistogramFirstBucket, HistogramBucketRatio, Epsilon)
-	if err != nil {
-		panic(err) // constant arguments
-	}
-	return o
-}
+// ratio 1.05, up to 1000 cores, 176 buckets. Every call returns the same
+// (immutable) options.
+func DefaultCPUHistogramOptions() *HistogramOptions { return defaultCPUOptions() }
 
 // DefaultMemoryHistogramOptions returns the memory scheme: 1e7 bytes first
-// bucket, ratio 1.05, up to 1e12 bytes, 176 buckets.
-func DefaultMemoryHistogramOptions() *HistogramOptions {
-	o, err := NewExponentialHistogramOptions(MemoryHistogramMaxValue, MemoryHistogramFirstBucket, HistogramBucketRatio, Epsilon)
+// bucket, ratio 1.05, up to 1e12 bytes, 176 buckets. Every call returns the
+// same (immutable) options.
+func DefaultMemoryHistogramOptions() *HistogramOptions { return defaultMemoryOptions() }
+
+var (
+	defaultCPUOptions = sync.OnceValue(func() *HistogramOptions {
+		return constOptions(CPUHistogramMaxValue, CPUHistogramFirstBucket, HistogramBucketRatio, Epsilon)
+	})
+	defaultMemoryOptions = sync.OnceValue(func() *HistogramOptions {
+		return constOptions(MemoryHistogramMaxValue, MemoryHistogramFirstBucket, HistogramBucketRatio, Epsilon)
+	})
+)
+
+// mustOptions builds options from constant arguments known to be valid.
+func constOptions(maxValue, first, ratio, epsilon float64) *HistogramOptions {
+	o, err := NewExponentialHistogramOptions(maxValue, first, ratio, epsilon)
 	if err != nil {
 		panic(err) // constant arguments
 	}
@@ -92,10 +103,21 @@ func (o *HistogramOptions) Epsilon() float64 { return o.epsilon }
 // FindBucket returns the bucket of value: 0 below the first bucket size, else
 // min(floor(log_ratio(value·(ratio−1)/first + 1)), NumBuckets−1). NaN falls in
 // bucket 0 and +Inf in the last bucket.
+//
+// The answer is always the formula's, bit for bit; a precomputed index (see
+// bucketIndex) gives it without computing the logarithm for almost all values.
 func (o *HistogramOptions) FindBucket(value float64) int {
+	if b, ok := o.index.find(value); ok {
+		return b
+	}
 	if !(value >= o.first) {
 		return 0
 	}
+	return o.findBucketByLog(value)
+}
+
+// findBucketByLog is FindBucket computed by the formula, for value ≥ first.
+func (o *HistogramOptions) findBucketByLog(value float64) int {
 	f := math.Log(value*(o.ratio-1)/o.first+1) / o.logRatio
 	if f >= float64(o.numBuckets-1) {
 		return o.numBuckets - 1
