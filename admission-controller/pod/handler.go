@@ -3,12 +3,15 @@ package pod
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -26,10 +29,19 @@ type LimitRangeLister interface {
 	LimitRanges(namespace string) (recommendation.LimitRanges, error)
 }
 
-// Handler computes pod patches.
+// Handler computes pod patches. It is safe for concurrent use.
 type Handler struct {
 	vpas   VPAFinder
 	limits LimitRangeLister
+	// states holds *state: decoders and scratch buffers reused across
+	// reviews, so that a review allocates little.
+	states sync.Pool
+}
+
+// state is the per-review working memory of a Handler.
+type state struct {
+	dec decoder
+	scratch
 }
 
 // NewHandler returns a Handler.
@@ -41,15 +53,50 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 type Result struct {
 	// VPA is the controlling VPA, nil when there is none.
 	VPA *vpav1.VerticalPodAutoscaler
-	// Patch is empty when there is nothing to do.
-	Patch Patch
+	// Patch is the RFC 6902 JSON Patch, appended to the buffer the caller
+	// passed; empty when there is nothing to do.
+	Patch []byte
 	// Applied reports whether any container's resources were changed.
 	Applied bool
 }
 
+// DecodeError is returned by AdmitJSON when the pod cannot be decoded.
+type DecodeError struct{ Err error }
+
+func (e *DecodeError) Error() string { return "decoding the pod: " + e.Err.Error() }
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// AdmitJSON decodes a pod from the JSON of an AdmissionReview's object and
+// computes its patch like Admit, appending it to dst. A pod that cannot be
+// decoded gives a *DecodeError.
+func (h *Handler) AdmitJSON(ctx context.Context, raw []byte, namespace string, dst []byte) (Result, error) {
+	st := h.state()
+	defer h.states.Put(st)
+	pod, err := st.dec.decode(raw)
+	if err != nil {
+		return Result{}, &DecodeError{Err: err}
+	}
+	return h.admit(ctx, pod, namespace, dst, &st.scratch)
+}
+
+func (h *Handler) state() *state {
+	if st, ok := h.states.Get().(*state); ok {
+		return st
+	}
+	return &state{}
+}
+
 // Admit computes the patch for a pod being created in namespace (the
-// request's namespace; pods often arrive without metadata.namespace).
-func (h *Handler) Admit(ctx context.Context, pod *corev1.Pod, namespace string) (Result, error) {
+// request's namespace; pods often arrive without metadata.namespace),
+// appending it to dst.
+func (h *Handler) Admit(ctx context.Context, pod *corev1.Pod, namespace string, dst []byte) (Result, error) {
+	st := h.state()
+	defer h.states.Put(st)
+	return h.admit(ctx, pod, namespace, dst, &st.scratch)
+}
+
+func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, dst []byte, sc *scratch) (Result, error) {
 	if pod.Namespace == "" {
 		pod.Namespace = namespace
 	}
@@ -64,12 +111,15 @@ func (h *Handler) Admit(ctx context.Context, pod *corev1.Pod, namespace string) 
 	if err != nil {
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
-	patch, applied, err := Calculate(pod, vpa, lr)
+	start := len(dst)
+	dst, applied, err := appendPatch(dst, pod, vpa, lr, sc)
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
-	klog.FromContext(ctx).V(4).Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "operations", len(patch))
-	return Result{VPA: vpa, Patch: patch, Applied: applied}, nil
+	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
+		logger.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
+	}
+	return Result{VPA: vpa, Patch: dst[start:], Applied: applied}, nil
 }
 
 // displayName is the pod's name, or its generateName followed by "%" for
@@ -81,58 +131,231 @@ func displayName(pod *corev1.Pod) string {
 	return pod.GenerateName + "%"
 }
 
-// Calculate returns the patch that applies vpa's recommendation to pod, and
-// whether it changes any container's resources.
-func Calculate(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) (Patch, bool, error) {
-	patch := make(Patch, 0, 8)
+// AppendPatch appends to dst the JSON Patch that applies vpa's
+// recommendation to pod, and reports whether it changes any container's
+// resources.
+func AppendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
+	return appendPatch(dst, pod, vpa, lr, &scratch{})
+}
+
+// scratch is reusable working memory for appendPatch.
+type scratch struct {
+	path    []byte // the JSON Pointer being built
+	updates []byte // the vpaUpdates value being built
+	orig    []byte // the original-resources value being built
+	patched []int  // indexes of patched containers
+	names   []corev1.ResourceName
+}
+
+// patchWriter appends "add" operations to a JSON array.
+type patchWriter struct {
+	buf []byte
+	ops int
+}
+
+// add starts an "add" operation at path; the caller appends the value and
+// then calls end.
+func (w *patchWriter) add(path []byte) {
+	if w.ops == 0 {
+		w.buf = append(w.buf, '[')
+	} else {
+		w.buf = append(w.buf, ',')
+	}
+	w.ops++
+	w.buf = append(w.buf, `{"op":"add","path":`...)
+	w.buf = jsonread.AppendString(w.buf, path)
+	w.buf = append(w.buf, `,"value":`...)
+}
+
+func (w *patchWriter) end() { w.buf = append(w.buf, '}') }
+
+func (w *patchWriter) addString(path []byte, value []byte) {
+	w.add(path)
+	w.buf = jsonread.AppendString(w.buf, value)
+	w.end()
+}
+
+func (w *patchWriter) addEmptyObject(path []byte) {
+	w.add(path)
+	w.buf = append(w.buf, '{', '}')
+	w.end()
+}
+
+var (
+	annotationsPath        = []byte("/metadata/annotations")
+	updatesPath            = []byte("/metadata/annotations/" + escape(annotations.Updates))
+	originalResourcesPath  = []byte("/metadata/annotations/" + escape(annotations.OriginalResources))
+	observedContainersPath = []byte("/metadata/annotations/" + escape(annotations.ObservedContainers))
+)
+
+func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, error) {
+	w := patchWriter{buf: dst}
 	if pod.Annotations == nil {
-		patch = append(patch, add("/metadata/annotations", map[string]string{}))
+		w.addEmptyObject(annotationsPath)
 	}
 	resources := recommendation.ForPod(pod, vpa, lr)
-	var updates []annotations.ContainerUpdate
-	var original annotations.Original
+	sc.updates = append(sc.updates[:0], "Pod resources updated by "...)
+	sc.updates = append(sc.updates, vpa.Name...)
+	sc.updates = append(sc.updates, ": "...)
+	sc.patched = sc.patched[:0]
 	for i := range resources {
 		r := &resources[i]
 		if len(r.Requests) == 0 && len(r.Limits) == 0 {
 			continue
 		}
 		c := &pod.Spec.Containers[i]
-		base := containerPath(i)
+		sc.path = append(sc.path[:0], "/spec/containers/"...)
+		sc.path = strconv.AppendInt(sc.path, int64(i), 10)
+		sc.path = append(sc.path, "/resources"...)
 		if c.Resources.Requests == nil && c.Resources.Limits == nil && len(c.Resources.Claims) == 0 {
-			patch = append(patch, add(base, map[string]any{}))
+			w.addEmptyObject(sc.path)
 		}
-		items := append([]string(nil), r.Notes...)
-		patch, items = addResources(patch, items, base+"/requests", c.Resources.Requests, r.Requests, "request")
-		patch, items = addResources(patch, items, base+"/limits", c.Resources.Limits, r.Limits, "limit")
-		updates = append(updates, annotations.ContainerUpdate{Index: i, Items: items})
-		if original == nil {
-			original = annotations.Original{}
+		if len(sc.patched) > 0 {
+			sc.updates = append(sc.updates, "; "...)
 		}
-		original[c.Name] = annotations.Resources{Requests: c.Resources.Requests, Limits: c.Resources.Limits}
+		sc.updates = append(sc.updates, "container "...)
+		sc.updates = strconv.AppendInt(sc.updates, int64(i), 10)
+		sc.updates = append(sc.updates, ": "...)
+		items := 0
+		for _, n := range r.Notes {
+			sc.updates = appendItem(sc.updates, &items, n, "")
+		}
+		items = addResources(&w, sc, "/requests", c.Resources.Requests, r.Requests, " request", items)
+		addResources(&w, sc, "/limits", c.Resources.Limits, r.Limits, " limit", items)
+		sc.patched = append(sc.patched, i)
 	}
-	if len(updates) > 0 {
-		patch = append(patch, add(annotationPath(annotations.Updates), annotations.FormatUpdates(vpa.Name, updates)))
-		enc, err := annotations.EncodeOriginal(original)
-		if err != nil {
-			return nil, false, err
-		}
-		patch = append(patch, add(annotationPath(annotations.OriginalResources), enc))
+	if len(sc.patched) > 0 {
+		w.addString(updatesPath, sc.updates)
+		sc.orig = appendOriginal(sc.orig[:0], pod, sc)
+		w.addString(originalResourcesPath, sc.orig)
 	}
-	patch = append(patch, add(annotationPath(annotations.ObservedContainers), annotations.FormatObservedContainers(pod)))
-	return patch, len(updates) > 0, nil
+	sc.path = sc.path[:0]
+	for i := range pod.Spec.Containers {
+		if i > 0 {
+			sc.path = append(sc.path, ", "...)
+		}
+		sc.path = append(sc.path, pod.Spec.Containers[i].Name...)
+	}
+	w.addString(observedContainersPath, sc.path)
+	w.buf = append(w.buf, ']')
+	return w.buf, len(sc.patched) > 0, nil
 }
 
-func addResources(patch Patch, items []string, path string, current, values corev1.ResourceList, kind string) (Patch, []string) {
+func appendItem(b []byte, items *int, s, suffix string) []byte {
+	if *items > 0 {
+		b = append(b, ", "...)
+	}
+	*items++
+	b = append(b, s...)
+	return append(b, suffix...)
+}
+
+// sortedNames returns the names of l, sorted, in sc.names.
+func sortedNames(l corev1.ResourceList, sc *scratch) []corev1.ResourceName {
+	sc.names = sc.names[:0]
+	for name := range l {
+		sc.names = append(sc.names, name)
+	}
+	slices.Sort(sc.names)
+	return sc.names
+}
+
+// addResources adds the values of one resource map (requests or limits) of
+// the container whose resources path is in sc.path, and their vpaUpdates
+// items.
+func addResources(w *patchWriter, sc *scratch, sub string, current, values corev1.ResourceList, kind string, items int) int {
 	if len(values) == 0 {
-		return patch, items
+		return items
 	}
+	base := len(sc.path)
+	sc.path = append(sc.path, sub...)
 	if current == nil {
-		patch = append(patch, add(path, map[string]string{}))
+		w.addEmptyObject(sc.path)
 	}
-	for _, name := range slices.Sorted(maps.Keys(values)) {
+	prefix := len(sc.path)
+	for _, name := range sortedNames(values, sc) {
 		q := values[name]
-		patch = append(patch, add(path+"/"+escape(string(name)), q.String()))
-		items = append(items, fmt.Sprintf("%s %s", name, kind))
+		sc.path = append(sc.path[:prefix], '/')
+		sc.path = appendEscaped(sc.path, string(name))
+		w.add(sc.path)
+		w.buf = jsonread.AppendString(w.buf, q.String())
+		w.end()
+		sc.updates = appendItem(sc.updates, &items, string(name), kind)
 	}
-	return patch, items
+	sc.path = sc.path[:base]
+	return items
+}
+
+// appendOriginal appends the openvpa.io/original-resources value for the
+// patched containers: the JSON that annotations.EncodeOriginal gives, keys in
+// order, a container name listed twice keeping its last container.
+func appendOriginal(b []byte, pod *corev1.Pod, sc *scratch) []byte {
+	idx := sc.patched
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return strings.Compare(pod.Spec.Containers[a].Name, pod.Spec.Containers[b].Name)
+	})
+	b = append(b, '{')
+	first := true
+	for k, i := range idx {
+		c := &pod.Spec.Containers[i]
+		if k+1 < len(idx) && pod.Spec.Containers[idx[k+1]].Name == c.Name {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = jsonread.AppendString(b, c.Name)
+		b = append(b, ':', '{')
+		if len(c.Resources.Requests) > 0 {
+			b = append(b, `"requests":`...)
+			b = appendResourceList(b, c.Resources.Requests, sc)
+		}
+		if len(c.Resources.Limits) > 0 {
+			if len(c.Resources.Requests) > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `"limits":`...)
+			b = appendResourceList(b, c.Resources.Limits, sc)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+func appendResourceList(b []byte, l corev1.ResourceList, sc *scratch) []byte {
+	b = append(b, '{')
+	for k, name := range sortedNames(l, sc) {
+		if k > 0 {
+			b = append(b, ',')
+		}
+		b = jsonread.AppendString(b, string(name))
+		q := l[name]
+		b = append(b, ':')
+		b = jsonread.AppendString(b, q.String())
+	}
+	return append(b, '}')
+}
+
+// escape escapes one JSON Pointer reference token (RFC 6901).
+func escape(token string) string {
+	if !strings.ContainsAny(token, "~/") {
+		return token
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(token, "~", "~0"), "/", "~1")
+}
+
+// appendEscaped appends escape(token).
+func appendEscaped(b []byte, token string) []byte {
+	for i := 0; i < len(token); i++ {
+		switch c := token[i]; c {
+		case '~':
+			b = append(b, '~', '0')
+		case '/':
+			b = append(b, '~', '1')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }

@@ -193,13 +193,27 @@ func TestCalculateGolden(t *testing.T) {
 			if err := json.Unmarshal(input, &pod); err != nil {
 				t.Fatal(err)
 			}
-			patch, _, err := Calculate(&pod, tc.vpa, tc.lr)
+			raw, _, err := AppendPatch(nil, &pod, tc.vpa, tc.lr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			raw, err := patch.Marshal()
+			// The reference builder (structs and encoding/json) gives the
+			// same bytes, and so does the pod decoded by the handler's own
+			// decoder.
+			ref, _, err := referencePatch(&pod, tc.vpa, tc.lr)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !bytes.Equal(raw, ref) {
+				t.Errorf("patch differs from the reference:\ngot  %s\nwant %s", raw, ref)
+			}
+			var d decoder
+			fast, err := d.decode(input)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if raw2, _, _ := AppendPatch(nil, fast, tc.vpa, tc.lr); !bytes.Equal(raw2, raw) {
+				t.Errorf("patch of the pod from the fast decoder differs:\ngot  %s\nwant %s", raw2, raw)
 			}
 			decoded, err := jsonpatch.DecodePatch(raw)
 			if err != nil {
@@ -312,7 +326,7 @@ func TestAdmit(t *testing.T) {
 			h := NewHandler(tc.finder, fakeLimits{})
 			pod := testPod(nil, ctr("app", nil, nil))
 			pod.Namespace = ""
-			res, err := h.Admit(context.Background(), pod, "ns")
+			res, err := h.Admit(context.Background(), pod, "ns", nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v", err)
 			}

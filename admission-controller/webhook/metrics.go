@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -8,23 +9,48 @@ import (
 
 const metricsNamespace = "vpa_admission_controller"
 
+// outcome is the status label of a review.
+type outcome int
+
+const (
+	statusError outcome = iota
+	statusSkipped
+	statusApplied
+	numOutcomes
+)
+
+var outcomeLabels = [numOutcomes]string{statusError: "error", statusSkipped: "skipped", statusApplied: "applied"}
+
+// kind is the resource label of a review.
+type kind int
+
+const (
+	resourcePod kind = iota
+	resourceVPA
+	resourceUnknown
+	numKinds
+)
+
+var kindLabels = [numKinds]string{resourcePod: "Pod", resourceVPA: "VPA", resourceUnknown: "unknown"}
+
+// Whether a pod review patched the pod (admission_pods_total{applied}).
+const (
+	notAPod = iota
+	podPatched
+	podNotPatched
+)
+
 // Metrics are the admission controller's metrics, with upstream's names.
+// The series a review touches are looked up once, at creation.
 type Metrics struct {
 	podsTotal        *prometheus.CounterVec
 	admissionLatency *prometheus.HistogramVec
 	executionLatency *prometheus.HistogramVec
+
+	latency                 [numOutcomes][numKinds]atomic.Value // of prometheus.Observer
+	readRequest, admit, all prometheus.Observer
+	podsApplied, podsNot    prometheus.Counter
 }
-
-// Admission outcome labels.
-const (
-	statusError   = "error"
-	statusSkipped = "skipped"
-	statusApplied = "applied"
-
-	resourcePod     = "Pod"
-	resourceVPA     = "VPA"
-	resourceUnknown = "unknown"
-)
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -47,28 +73,42 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.podsTotal, m.admissionLatency, m.executionLatency)
 	}
-	for _, v := range []string{"true", "false"} {
-		m.podsTotal.WithLabelValues(v)
-	}
+	m.podsApplied = m.podsTotal.WithLabelValues("true")
+	m.podsNot = m.podsTotal.WithLabelValues("false")
+	m.readRequest = m.executionLatency.WithLabelValues("read_request")
+	m.admit = m.executionLatency.WithLabelValues("admit")
+	m.all = m.executionLatency.WithLabelValues("total")
 	return m
 }
 
-func (m *Metrics) observe(start, read, admitted time.Time, status, resource string, podApplied *bool) {
+// latencyOf returns the admission_latency_seconds series of a status and
+// resource, creating it on first use (as WithLabelValues would), so that
+// only the series that occur are exported.
+func (m *Metrics) latencyOf(status outcome, resource kind) prometheus.Observer {
+	cell := &m.latency[status][resource]
+	if o, ok := cell.Load().(prometheus.Observer); ok {
+		return o
+	}
+	o := m.admissionLatency.WithLabelValues(outcomeLabels[status], kindLabels[resource])
+	cell.Store(o)
+	return o
+}
+
+func (m *Metrics) observe(start, read, admitted time.Time, status outcome, resource kind, pod int) {
 	if m == nil {
 		return
 	}
 	end := time.Now()
-	m.admissionLatency.WithLabelValues(status, resource).Observe(end.Sub(start).Seconds())
-	m.executionLatency.WithLabelValues("read_request").Observe(read.Sub(start).Seconds())
+	m.latencyOf(status, resource).Observe(end.Sub(start).Seconds())
+	m.readRequest.Observe(read.Sub(start).Seconds())
 	if !admitted.IsZero() {
-		m.executionLatency.WithLabelValues("admit").Observe(admitted.Sub(read).Seconds())
+		m.admit.Observe(admitted.Sub(read).Seconds())
 	}
-	m.executionLatency.WithLabelValues("total").Observe(end.Sub(start).Seconds())
-	if podApplied != nil {
-		if *podApplied {
-			m.podsTotal.WithLabelValues("true").Inc()
-		} else {
-			m.podsTotal.WithLabelValues("false").Inc()
-		}
+	m.all.Observe(end.Sub(start).Seconds())
+	switch pod {
+	case podPatched:
+		m.podsApplied.Inc()
+	case podNotPatched:
+		m.podsNot.Inc()
 	}
 }

@@ -8,14 +8,17 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/openvpa/openvpa/admission-controller/pod"
+	"github.com/openvpa/openvpa/admission-controller/review"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
@@ -28,9 +31,10 @@ const (
 	apiVersionV1beta1 = "admission.k8s.io/v1beta1"
 )
 
-// PodAdmitter computes pod patches.
+// PodAdmitter computes pod patches from the pod JSON of a review, appending
+// them to dst; a pod that cannot be decoded gives a *pod.DecodeError.
 type PodAdmitter interface {
-	Admit(ctx context.Context, p *corev1.Pod, namespace string) (pod.Result, error)
+	AdmitJSON(ctx context.Context, raw []byte, namespace string, dst []byte) (pod.Result, error)
 }
 
 // VPAAdmitter validates VPAs.
@@ -45,6 +49,8 @@ type Server struct {
 	metrics *Metrics
 	// activity, if set, is called on every review (liveness).
 	activity func()
+	// states holds *serveState.
+	states sync.Pool
 }
 
 // NewServer returns a Server. metrics may be nil.
@@ -59,6 +65,72 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 	fmt.Fprintf(w, format+"\n", args...)
 }
 
+// serveState is the per-request working memory of a Server, pooled.
+type serveState struct {
+	body  []byte
+	out   []byte
+	patch []byte
+	dec   review.Decoder
+	req   review.Request
+}
+
+// maxPooledBuffer bounds the buffers kept in the pool, so one large review
+// does not pin memory.
+const maxPooledBuffer = 256 << 10
+
+func (s *Server) getState() *serveState {
+	if st, ok := s.states.Get().(*serveState); ok {
+		return st
+	}
+	return &serveState{}
+}
+
+func (s *Server) putState(st *serveState) {
+	if cap(st.body) > maxPooledBuffer || cap(st.out) > maxPooledBuffer || cap(st.patch) > maxPooledBuffer {
+		return
+	}
+	st.req = review.Request{}
+	s.states.Put(st)
+}
+
+var (
+	headerJSON = []string{"application/json"}
+	jsonPatch  = admissionv1.PatchTypeJSONPatch
+)
+
+func jsonContentType(ct string) bool {
+	if ct == "application/json" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && mt == "application/json"
+}
+
+// readBody reads r into buf (reusing its capacity), sized from the content
+// length when the client sent one.
+func readBody(r io.Reader, buf []byte, contentLength int64) ([]byte, error) {
+	buf = buf[:0]
+	if contentLength > 0 && contentLength <= MaxBodyBytes && int64(cap(buf)) < contentLength+1 {
+		buf = make([]byte, 0, contentLength+1)
+	}
+	if cap(buf) < 512 {
+		buf = make([]byte, 0, 4096)
+	}
+	for {
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
@@ -70,11 +142,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusMethodNotAllowed, "method %s not allowed: send the AdmissionReview with POST", r.Method)
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		httpError(w, http.StatusUnsupportedMediaType, "Content-Type %q not supported: send application/json", r.Header.Get("Content-Type"))
+	if ct := r.Header.Get("Content-Type"); !jsonContentType(ct) {
+		httpError(w, http.StatusUnsupportedMediaType, "Content-Type %q not supported: send application/json", ct)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	st := s.getState()
+	defer s.putState(st)
+	body, err := readBody(http.MaxBytesReader(w, r.Body, MaxBodyBytes), st.body, r.ContentLength)
+	st.body = body
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -85,105 +160,111 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read := time.Now()
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil {
-		httpError(w, http.StatusBadRequest, "the body is not an AdmissionReview: %v", err)
+	req := &st.req
+	if err := st.dec.Decode(body, req); err != nil {
+		var full admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &full); err != nil {
+			httpError(w, http.StatusBadRequest, "the body is not an AdmissionReview: %v", err)
+			return
+		}
+		review.FromAdmissionReview(&full, req)
+	}
+	if v := string(req.APIVersion); v != apiVersionV1 && v != apiVersionV1beta1 {
+		httpError(w, http.StatusBadRequest, "unsupported AdmissionReview apiVersion %q: want %s or %s", req.APIVersion, apiVersionV1, apiVersionV1beta1)
 		return
 	}
-	if review.APIVersion != apiVersionV1 && review.APIVersion != apiVersionV1beta1 {
-		httpError(w, http.StatusBadRequest, "unsupported AdmissionReview apiVersion %q: want %s or %s", review.APIVersion, apiVersionV1, apiVersionV1beta1)
+	if string(req.Kind) != "AdmissionReview" {
+		httpError(w, http.StatusBadRequest, "unsupported kind %q: want AdmissionReview", req.Kind)
 		return
 	}
-	if review.Kind != "AdmissionReview" {
-		httpError(w, http.StatusBadRequest, "unsupported kind %q: want AdmissionReview", review.Kind)
-		return
-	}
-	if review.Request == nil {
+	if !req.HasRequest {
 		httpError(w, http.StatusBadRequest, "the AdmissionReview has no request")
 		return
 	}
-	resp, status, resource, podApplied := s.admit(r.Context(), review.Request)
+	resp, status, resource, podApplied := s.admit(r.Context(), req, st)
 	admitted := time.Now()
-	resp.UID = review.Request.UID
-	out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: review.APIVersion, Kind: "AdmissionReview"}, Response: resp}
-	data, err := json.Marshal(out)
-	if err != nil {
-		httpError(w, http.StatusInternalServerError, "encoding the response: %v", err)
-		return
+	var data []byte
+	if resp == nil {
+		// Allowed, possibly with a patch in st.patch: the common case,
+		// encoded without reflection.
+		data = review.AppendAllowed(st.out[:0], req.APIVersion, req.UID, st.patch)
+		st.out = data
+	} else {
+		resp.UID = types.UID(req.UID)
+		out := admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: string(req.APIVersion), Kind: "AdmissionReview"}, Response: resp}
+		data, err = json.Marshal(out)
+		if err != nil {
+			httpError(w, http.StatusInternalServerError, "encoding the response: %v", err)
+			return
+		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	h := w.Header()
+	h["Content-Type"] = headerJSON
+	h["Content-Length"] = []string{strconv.Itoa(len(data))}
 	_, _ = w.Write(data)
 	s.metrics.observe(start, read, admitted, status, resource, podApplied)
 }
 
-var (
-	podResource = metav1.GroupVersionResource{Group: "", Version: "v1", Resource: "pods"}
-	jsonPatch   = admissionv1.PatchTypeJSONPatch
-)
-
-func (s *Server) admit(ctx context.Context, req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse, status, resource string, podApplied *bool) {
-	logger := klog.FromContext(ctx)
+// admit answers one request. A nil response means allowed, with the patch
+// in st.patch when it is not empty.
+func (s *Server) admit(ctx context.Context, req *review.Request, st *serveState) (resp *admissionv1.AdmissionResponse, status outcome, resource kind, podApplied int) {
+	st.patch = st.patch[:0]
 	switch {
-	case req.Resource == podResource:
-		applied := false
-		resp, status = s.admitPod(ctx, req)
-		applied = status == statusApplied
-		return resp, status, resourcePod, &applied
-	case req.Resource.Group == vpav1.SchemeGroupVersion.Group && req.Resource.Resource == "verticalpodautoscalers":
+	case len(req.Group) == 0 && string(req.Version) == "v1" && string(req.Resource) == "pods":
+		resp, status = s.admitPod(ctx, req, st)
+		if status == statusApplied {
+			return resp, status, resourcePod, podPatched
+		}
+		return resp, status, resourcePod, podNotPatched
+	case string(req.Group) == vpav1.SchemeGroupVersion.Group && string(req.Resource) == "verticalpodautoscalers":
 		resp, status = s.admitVPA(req)
-		return resp, status, resourceVPA, nil
+		return resp, status, resourceVPA, notAPod
 	default:
-		logger.V(2).Info("Ignoring an admission request for an unhandled resource", "resource", req.Resource)
-		return &admissionv1.AdmissionResponse{Allowed: true}, statusSkipped, resourceUnknown, nil
+		if logger := klog.FromContext(ctx).V(2); logger.Enabled() {
+			logger.Info("Ignoring an admission request for an unhandled resource", "group", string(req.Group), "version", string(req.Version), "resource", string(req.Resource))
+		}
+		return nil, statusSkipped, resourceUnknown, notAPod
 	}
 }
 
-func (s *Server) admitPod(ctx context.Context, req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
-	logger := klog.FromContext(ctx)
-	allow := &admissionv1.AdmissionResponse{Allowed: true}
-	if req.Operation != admissionv1.Create {
-		return allow, statusSkipped
+func (s *Server) admitPod(ctx context.Context, req *review.Request, st *serveState) (*admissionv1.AdmissionResponse, outcome) {
+	if string(req.Operation) != string(admissionv1.Create) {
+		return nil, statusSkipped
 	}
-	var p corev1.Pod
-	if err := json.Unmarshal(req.Object.Raw, &p); err != nil {
-		// Never deny a pod: admit it unchanged.
-		logger.Error(err, "Cannot decode the pod; admitting it unchanged", "namespace", req.Namespace)
-		allow.Warnings = []string{"VPA admission controller could not decode the pod: " + err.Error()}
-		return allow, statusError
-	}
-	res, err := s.pods.Admit(ctx, &p, req.Namespace)
+	res, err := s.pods.AdmitJSON(ctx, req.Object, string(req.Namespace), st.patch[:0])
 	if err != nil {
-		logger.Error(err, "Cannot compute the pod patch; admitting it unchanged")
-		return allow, statusError
+		var decodeErr *pod.DecodeError
+		if errors.As(err, &decodeErr) {
+			// Never deny a pod: admit it unchanged.
+			klog.FromContext(ctx).Error(decodeErr.Err, "Cannot decode the pod; admitting it unchanged", "namespace", string(req.Namespace))
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"VPA admission controller could not decode the pod: " + decodeErr.Err.Error()}}, statusError
+		}
+		klog.FromContext(ctx).Error(err, "Cannot compute the pod patch; admitting it unchanged")
+		return nil, statusError
 	}
 	if len(res.Patch) == 0 {
-		return allow, statusSkipped
+		return nil, statusSkipped
 	}
-	raw, err := res.Patch.Marshal()
-	if err != nil {
-		logger.Error(err, "Cannot encode the pod patch; admitting it unchanged")
-		return allow, statusError
-	}
-	allow.Patch = raw
-	allow.PatchType = &jsonPatch
+	st.patch = res.Patch
 	if !res.Applied {
-		return allow, statusSkipped
+		return nil, statusSkipped
 	}
-	return allow, statusApplied
+	return nil, statusApplied
 }
 
-func (s *Server) admitVPA(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, string) {
-	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, outcome) {
+	op := admissionv1.Operation(req.Operation)
+	if op != admissionv1.Create && op != admissionv1.Update {
 		return &admissionv1.AdmissionResponse{Allowed: true}, statusSkipped
 	}
 	var v vpav1.VerticalPodAutoscaler
-	if err := json.Unmarshal(req.Object.Raw, &v); err != nil {
+	if err := json.Unmarshal(req.Object, &v); err != nil {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the VerticalPodAutoscaler: "+err.Error()), statusError
 	}
 	var old *vpav1.VerticalPodAutoscaler
-	if req.Operation == admissionv1.Update {
+	if op == admissionv1.Update {
 		old = &vpav1.VerticalPodAutoscaler{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+		if err := json.Unmarshal(req.OldObject, old); err != nil {
 			return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the stored VerticalPodAutoscaler: "+err.Error()), statusError
 		}
 	}

@@ -19,11 +19,15 @@ import (
 
 type fixedPods struct{}
 
-func (fixedPods) Admit(_ context.Context, p *corev1.Pod, _ string) (pod.Result, error) {
+func (fixedPods) AdmitJSON(_ context.Context, raw []byte, _ string, dst []byte) (pod.Result, error) {
+	var p corev1.Pod
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return pod.Result{}, &pod.DecodeError{Err: err}
+	}
 	if p.Labels["vpa"] != "yes" {
 		return pod.Result{}, nil
 	}
-	return pod.Result{Patch: pod.Patch{{Op: "add", Path: "/metadata/annotations/x", Value: "y"}}, Applied: true}, nil
+	return pod.Result{Patch: append(dst, `[{"op":"add","path":"/metadata/annotations/x","value":"y"}]`...), Applied: true}, nil
 }
 
 func newTestServer() *Server {

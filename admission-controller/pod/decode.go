@@ -1,0 +1,386 @@
+package pod
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
+)
+
+// decoder fills the fields of a corev1.Pod the handler reads (metadata name,
+// generateName, namespace, labels, annotations and ownerReferences; each
+// container's name and resources) from the pod JSON of an AdmissionReview,
+// without reflection, reusing its maps and slices from one pod to the next.
+// Other fields are skipped. A decoder serves one pod at a time.
+type decoder struct {
+	r   jsonread.Reader
+	pod corev1.Pod
+	// spare holds cleared maps from earlier pods, for reuse.
+	spareLists []corev1.ResourceList
+	spareMaps  []map[string]string
+	containers []corev1.Container
+	owners     []metav1.OwnerReference
+	controller []bool
+}
+
+// reset returns the maps of the last pod to the spares.
+func (d *decoder) reset() {
+	p := &d.pod
+	for _, m := range []map[string]string{p.Labels, p.Annotations} {
+		if m != nil {
+			clear(m)
+			d.spareMaps = append(d.spareMaps, m)
+		}
+	}
+	for i := range p.Spec.Containers {
+		res := &p.Spec.Containers[i].Resources
+		for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
+			if l != nil {
+				clear(l)
+				d.spareLists = append(d.spareLists, l)
+			}
+		}
+	}
+	clear(d.containers)
+	clear(d.owners)
+	d.pod = corev1.Pod{}
+}
+
+func (d *decoder) stringMap() map[string]string {
+	if n := len(d.spareMaps); n > 0 {
+		m := d.spareMaps[n-1]
+		d.spareMaps = d.spareMaps[:n-1]
+		return m
+	}
+	return map[string]string{}
+}
+
+func (d *decoder) resourceList() corev1.ResourceList {
+	if n := len(d.spareLists); n > 0 {
+		m := d.spareLists[n-1]
+		d.spareLists = d.spareLists[:n-1]
+		return m
+	}
+	return corev1.ResourceList{}
+}
+
+// decode parses raw into d.pod. Invalid JSON and fields of the wrong type
+// are errors, with encoding/json's message for the former.
+func (d *decoder) decode(raw []byte) (*corev1.Pod, error) {
+	d.reset()
+	if !json.Valid(raw) {
+		var p struct{}
+		if err := json.Unmarshal(raw, &p); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("invalid JSON")
+	}
+	d.r.Reset(raw)
+	if d.null() {
+		return &d.pod, nil
+	}
+	err := d.r.Object("pod", func(key []byte) error {
+		switch field(key, podKeys) {
+		case "metadata":
+			return d.metadata()
+		case "spec":
+			return d.spec()
+		}
+		return d.r.Skip()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d.pod, nil
+}
+
+// Known keys per object, for matching keys that differ only in case, as
+// encoding/json does.
+var (
+	podKeys       = []string{"metadata", "spec"}
+	metadataKeys  = []string{"name", "generateName", "namespace", "labels", "annotations", "ownerReferences"}
+	ownerKeys     = []string{"apiVersion", "kind", "name", "controller"}
+	specKeys      = []string{"containers"}
+	containerKeys = []string{"name", "resources"}
+	resourcesKeys = []string{"requests", "limits", "claims"}
+	claimKeys     = []string{"name", "request"}
+)
+
+// field returns the known key that key names: the key itself, or one that
+// equals it when case is folded; "" when none.
+func field(key []byte, known []string) string {
+	for _, k := range known {
+		if string(key) == k {
+			return k
+		}
+	}
+	for _, k := range known {
+		if bytes.EqualFold(key, []byte(k)) {
+			return k
+		}
+	}
+	return ""
+}
+
+// null consumes a null if one comes next.
+func (d *decoder) null() bool {
+	if d.r.Peek() == jsonread.Null {
+		d.r.Literal()
+		return true
+	}
+	return false
+}
+
+func (d *decoder) str(field string, dst *string) error {
+	s, ok, err := d.r.StringOrNull(field)
+	if ok {
+		*dst = string(s)
+	}
+	return err
+}
+
+func (d *decoder) metadata() error {
+	if d.null() {
+		return nil
+	}
+	m := &d.pod.ObjectMeta
+	return d.r.Object("metadata", func(key []byte) error {
+		switch field(key, metadataKeys) {
+		case "name":
+			return d.str("metadata.name", &m.Name)
+		case "generateName":
+			return d.str("metadata.generateName", &m.GenerateName)
+		case "namespace":
+			return d.str("metadata.namespace", &m.Namespace)
+		case "labels":
+			return d.labels("metadata.labels", &m.Labels)
+		case "annotations":
+			return d.labels("metadata.annotations", &m.Annotations)
+		case "ownerReferences":
+			return d.ownerReferences()
+		}
+		return d.r.Skip()
+	})
+}
+
+func (d *decoder) labels(field string, dst *map[string]string) error {
+	if d.null() {
+		return nil
+	}
+	if err := d.r.Expect(field, jsonread.Object); err != nil {
+		return err
+	}
+	if *dst == nil {
+		*dst = d.stringMap()
+	}
+	m := *dst
+	return d.r.Object(field, func(key []byte) error {
+		k := string(key)
+		s, ok, err := d.r.StringOrNull(field)
+		if err != nil {
+			return err
+		}
+		if ok {
+			m[k] = string(s)
+		} else {
+			m[k] = ""
+		}
+		return nil
+	})
+}
+
+func (d *decoder) ownerReferences() error {
+	if d.null() {
+		return nil
+	}
+	d.owners = d.owners[:0]
+	d.controller = d.controller[:0]
+	err := d.r.Array("metadata.ownerReferences", func(int) error {
+		d.owners = append(d.owners, metav1.OwnerReference{})
+		o := &d.owners[len(d.owners)-1]
+		if d.null() {
+			return nil
+		}
+		return d.r.Object("metadata.ownerReferences", func(key []byte) error {
+			switch field(key, ownerKeys) {
+			case "apiVersion":
+				return d.internedStr("ownerReferences.apiVersion", &o.APIVersion)
+			case "kind":
+				return d.internedStr("ownerReferences.kind", &o.Kind)
+			case "name":
+				return d.str("ownerReferences.name", &o.Name)
+			case "controller":
+				v, isNull, err := d.r.Bool("ownerReferences.controller")
+				if err == nil && !isNull {
+					d.controller = append(d.controller, v)
+					o.Controller = &d.controller[len(d.controller)-1]
+				}
+				return err
+			}
+			return d.r.Skip()
+		})
+	})
+	if err != nil {
+		return err
+	}
+	d.pod.OwnerReferences = d.owners
+	return nil
+}
+
+// interned are owner kinds and API versions common enough to be shared
+// rather than allocated for every pod.
+var interned = map[string]string{}
+
+func init() {
+	for _, s := range []string{"v1", "apps/v1", "batch/v1", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node"} {
+		interned[s] = s
+	}
+}
+
+func (d *decoder) internedStr(field string, dst *string) error {
+	s, ok, err := d.r.StringOrNull(field)
+	if ok {
+		if v, found := interned[string(s)]; found {
+			*dst = v
+		} else {
+			*dst = string(s)
+		}
+	}
+	return err
+}
+
+func (d *decoder) spec() error {
+	if d.null() {
+		return nil
+	}
+	return d.r.Object("spec", func(key []byte) error {
+		if field(key, specKeys) != "containers" {
+			return d.r.Skip()
+		}
+		if d.null() {
+			d.pod.Spec.Containers = nil
+			return nil
+		}
+		d.containers = d.containers[:0]
+		err := d.r.Array("spec.containers", func(int) error {
+			d.containers = append(d.containers, corev1.Container{})
+			return d.container(&d.containers[len(d.containers)-1])
+		})
+		d.pod.Spec.Containers = d.containers
+		return err
+	})
+}
+
+func (d *decoder) container(c *corev1.Container) error {
+	if d.null() {
+		return nil
+	}
+	return d.r.Object("spec.containers", func(key []byte) error {
+		switch field(key, containerKeys) {
+		case "name":
+			return d.str("spec.containers.name", &c.Name)
+		case "resources":
+			if d.null() {
+				return nil
+			}
+			return d.r.Object("spec.containers.resources", func(key []byte) error {
+				switch field(key, resourcesKeys) {
+				case "requests":
+					return d.resources("spec.containers.resources.requests", &c.Resources.Requests)
+				case "limits":
+					return d.resources("spec.containers.resources.limits", &c.Resources.Limits)
+				case "claims":
+					return d.claims(c)
+				}
+				return d.r.Skip()
+			})
+		}
+		return d.r.Skip()
+	})
+}
+
+func (d *decoder) claims(c *corev1.Container) error {
+	if d.null() {
+		return nil
+	}
+	c.Resources.Claims = nil
+	return d.r.Array("spec.containers.resources.claims", func(int) error {
+		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{})
+		cl := &c.Resources.Claims[len(c.Resources.Claims)-1]
+		if d.null() {
+			return nil
+		}
+		return d.r.Object("spec.containers.resources.claims", func(key []byte) error {
+			switch field(key, claimKeys) {
+			case "name":
+				return d.str("claims.name", &cl.Name)
+			case "request":
+				return d.str("claims.request", &cl.Request)
+			}
+			return d.r.Skip()
+		})
+	})
+}
+
+func resourceName(b []byte) corev1.ResourceName {
+	switch string(b) {
+	case "cpu":
+		return corev1.ResourceCPU
+	case "memory":
+		return corev1.ResourceMemory
+	case "ephemeral-storage":
+		return corev1.ResourceEphemeralStorage
+	}
+	return corev1.ResourceName(b)
+}
+
+// resources reads a ResourceList the way resource.Quantity's UnmarshalJSON
+// does: quoted or bare, surrounding spaces trimmed, null as zero.
+func (d *decoder) resources(field string, dst *corev1.ResourceList) error {
+	if d.null() {
+		return nil
+	}
+	if err := d.r.Expect(field, jsonread.Object); err != nil {
+		return err
+	}
+	if *dst == nil {
+		*dst = d.resourceList()
+	}
+	l := *dst
+	return d.r.Object(field, func(key []byte) error {
+		name := resourceName(key)
+		var value []byte
+		switch d.r.Peek() {
+		case jsonread.Null:
+			d.r.Literal()
+			l[name] = resource.Quantity{}
+			return nil
+		case jsonread.String:
+			s, err := d.r.Str()
+			if err != nil {
+				return err
+			}
+			value = s
+		case jsonread.Object, jsonread.Array:
+			raw, err := d.r.Raw()
+			if err != nil {
+				return err
+			}
+			value = raw
+		default:
+			value = d.r.Literal()
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(string(bytes.TrimSpace(value))))
+		if err != nil {
+			return fmt.Errorf("%s.%s: %w", field, name, err)
+		}
+		l[name] = q
+		return nil
+	})
+}
