@@ -2,8 +2,6 @@ package recommendation
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -50,9 +48,32 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 	if pod == nil || rec == nil {
 		return out
 	}
+	recs, notes := capRecs(pod, rec, policy, lr, false)
+	for i := range pod.Spec.Containers {
+		if recs[i] == nil {
+			continue
+		}
+		if notes != nil && len(notes[i]) > 0 {
+			out.Notes[pod.Spec.Containers[i].Name] = notes[i]
+		}
+		out.Recommendation.ContainerRecommendations = append(out.Recommendation.ContainerRecommendations, *recs[i])
+	}
+	return out
+}
+
+// capRecs does the work of Cap and returns, per pod container, the capped
+// recommendation (nil when the container gets none) and the notes on its
+// target (notes is nil when there are none). With targetOnly, only Target is
+// copied and capped; the bounds are left empty.
+func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, targetOnly bool) ([]*vpav1.RecommendedContainerResources, [][]string) {
+	n := len(pod.Spec.Containers)
 	// recs[i] is the working copy for pod.Spec.Containers[i], nil when the
 	// container gets no recommendation.
-	recs := make([]*vpav1.RecommendedContainerResources, len(pod.Spec.Containers))
+	recs := make([]*vpav1.RecommendedContainerResources, n)
+	var copies []vpav1.RecommendedContainerResources
+	if targetOnly {
+		copies = make([]vpav1.RecommendedContainerResources, n)
+	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		r := find(rec, c.Name)
@@ -63,19 +84,29 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 		if cp.ScalingMode() == vpav1.ContainerScalingModeOff {
 			continue
 		}
-		r = r.DeepCopy()
+		if targetOnly {
+			copies[i] = vpav1.RecommendedContainerResources{ContainerName: r.ContainerName, Target: r.Target.DeepCopy()}
+			r = &copies[i]
+		} else {
+			r = r.DeepCopy()
+			r.LowerBound = controlled(r.LowerBound, cp)
+			r.UpperBound = controlled(r.UpperBound, cp)
+		}
 		r.Target = controlled(r.Target, cp)
-		r.LowerBound = controlled(r.LowerBound, cp)
-		r.UpperBound = controlled(r.UpperBound, cp)
 		recs[i] = r
 	}
+	bounds := []bound{boundUpper, boundTarget, boundLower}
+	if targetOnly {
+		bounds = bounds[1:2]
+	}
 	if lr.Pod != nil {
-		for _, b := range []bound{boundUpper, boundTarget, boundLower} {
+		for _, b := range bounds {
 			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
 				applyPodLimitRange(pod, recs, lr.Pod, name, b)
 			}
 		}
 	}
+	var notes [][]string
 	for i := range pod.Spec.Containers {
 		r := recs[i]
 		if r == nil {
@@ -83,15 +114,18 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 		}
 		c := &pod.Spec.Containers[i]
 		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
-		notes := capContainer(c, r.Target, cp, lr.Container)
-		capContainer(c, r.LowerBound, cp, lr.Container)
-		capContainer(c, r.UpperBound, cp, lr.Container)
-		if len(notes) > 0 {
-			out.Notes[c.Name] = notes
+		if ns := capContainer(c, r.Target, cp, lr.Container); len(ns) > 0 {
+			if notes == nil {
+				notes = make([][]string, n)
+			}
+			notes[i] = ns
 		}
-		out.Recommendation.ContainerRecommendations = append(out.Recommendation.ContainerRecommendations, *r)
+		if !targetOnly {
+			capContainer(c, r.LowerBound, cp, lr.Container)
+			capContainer(c, r.UpperBound, cp, lr.Container)
+		}
 	}
-	return out
+	return recs, notes
 }
 
 func find(rec *vpav1.RecommendedPodResources, name string) *vpav1.RecommendedContainerResources {
@@ -196,8 +230,9 @@ func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.Containe
 	if len(l) == 0 {
 		return nil
 	}
-	notes := make([]string, 0, 2)
-	names := slices.Sorted(maps.Keys(l))
+	var notes []string
+	var buf [4]corev1.ResourceName
+	names := sortedNames(l, buf[:0])
 	if item != nil {
 		for _, name := range names {
 			def := get(item.Default, name)

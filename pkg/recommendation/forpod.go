@@ -31,23 +31,26 @@ func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) [
 	if vpa == nil || vpa.Status.Recommendation == nil {
 		return out
 	}
-	capped := Cap(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr)
+	recs, notes := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, true)
 	var defaults corev1.ResourceList
 	if lr.Container != nil {
 		defaults = lr.Container.Default
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		r := find(&capped.Recommendation, c.Name)
-		if r == nil {
+		// As Cap's result is looked up by container name, a name listed
+		// twice takes the first such container's values and the last
+		// notes.
+		j := firstCapped(pod, recs, c.Name)
+		if j < 0 {
 			continue
 		}
-		requests := dropEmptyNames(r.Target)
+		requests := dropEmptyNames(recs[j].Target)
 		if len(requests) == 0 {
 			continue
 		}
 		out[i].Requests = requests
-		out[i].Notes = append(out[i].Notes, capped.Notes[c.Name]...)
+		out[i].Notes = append(out[i].Notes, lastNotes(pod, recs, notes, c.Name)...)
 		cp := vpav1.GetContainerResourcePolicy(c.Name, vpa.Spec.ResourcePolicy)
 		if cp.ControlledValuesOrDefault() == vpav1.ContainerControlledValuesRequestsAndLimits {
 			limits, notes := ProportionalLimits(c.Resources.Limits, c.Resources.Requests, requests, defaults)
@@ -56,6 +59,27 @@ func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) [
 		}
 	}
 	return out
+}
+
+func firstCapped(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, name string) int {
+	for j := range pod.Spec.Containers {
+		if recs[j] != nil && pod.Spec.Containers[j].Name == name {
+			return j
+		}
+	}
+	return -1
+}
+
+func lastNotes(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, notes [][]string, name string) []string {
+	if notes == nil {
+		return nil
+	}
+	for j := len(pod.Spec.Containers) - 1; j >= 0; j-- {
+		if recs[j] != nil && len(notes[j]) > 0 && pod.Spec.Containers[j].Name == name {
+			return notes[j]
+		}
+	}
+	return nil
 }
 
 func dropEmptyNames(l corev1.ResourceList) corev1.ResourceList {

@@ -2,9 +2,9 @@ package recommendation
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"math/big"
+	"math/bits"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +42,17 @@ func scale(name corev1.ResourceName, q, from, to resource.Quantity, r rounding) 
 	f := units(name, from)
 	if f == 0 {
 		return to.DeepCopy(), true
+	}
+	a, b := units(name, q), units(name, to)
+	if hi, lo := bits.Mul64(abs(a), abs(b)); hi == 0 && lo <= math.MaxInt64 && f != -1 {
+		// The product fits an int64: the same truncated division as
+		// big.Int.QuoRem below, without allocating.
+		num := a * b
+		quo, rem := num/f, num%f
+		if r == roundUp && rem != 0 && (rem > 0) == (f > 0) {
+			quo++
+		}
+		return fromUnits(name, quo, q.Format), true
 	}
 	var num big.Int
 	num.Mul(big.NewInt(units(name, q)), big.NewInt(units(name, to)))
@@ -84,7 +95,8 @@ func ProportionalLimit(name corev1.ResourceName, originalLimit, originalRequest,
 func ProportionalLimits(originalLimits, originalRequests, newRequests, defaultLimits corev1.ResourceList) (corev1.ResourceList, []string) {
 	var out corev1.ResourceList
 	var notes []string
-	for _, name := range slices.Sorted(maps.Keys(newRequests)) {
+	var buf [4]corev1.ResourceName
+	for _, name := range sortedNames(newRequests, buf[:0]) {
 		req := newRequests[name]
 		l, ok, note := ProportionalLimit(name, get(originalLimits, name), get(originalRequests, name), &req, get(defaultLimits, name))
 		if note != "" {
@@ -129,4 +141,21 @@ func get(l corev1.ResourceList, name corev1.ResourceName) *resource.Quantity {
 		return &q
 	}
 	return nil
+}
+
+func abs(v int64) uint64 {
+	if v < 0 {
+		return uint64(-v)
+	}
+	return uint64(v)
+}
+
+// sortedNames appends the names of l to buf and sorts them; with a buffer on
+// the caller's stack, it does not allocate for small lists.
+func sortedNames(l corev1.ResourceList, buf []corev1.ResourceName) []corev1.ResourceName {
+	for name := range l {
+		buf = append(buf, name)
+	}
+	slices.Sort(buf)
+	return buf
 }
