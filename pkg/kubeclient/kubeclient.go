@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -63,4 +64,15 @@ func (o *Options) RESTConfig() (*rest.Config, error) {
 		cfg.UserAgent = o.UserAgent
 	}
 	return cfg, nil
+}
+
+// Protobuf returns a copy of cfg that talks protobuf, for clients of the
+// built-in API types (not custom resources, which only speak JSON). Lists and
+// watches of pods and controllers decode several times faster and leave far
+// less garbage than with JSON.
+func Protobuf(cfg *rest.Config) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.ContentType = runtime.ContentTypeProtobuf
+	c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return c
 }

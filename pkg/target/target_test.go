@@ -11,6 +11,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,10 +63,13 @@ type env struct {
 // newEnv builds a Resolver over fake clients. Foo objects "roll" and "solo"
 // have a scale subresource; "empty" has one with no selector; "owned" is a
 // Foo owned by the Foo "roll".
-func newEnv(t *testing.T) env {
+func newEnv(t *testing.T) env { return newEnvWith(t) }
+
+// newEnvWith is newEnv with informer factory options.
+func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
 	t.Helper()
 	client := fake.NewClientset(objects()...)
-	factory := informers.NewSharedInformerFactory(client, 0)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
 	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{fooGVK.GroupVersion()})
 	mapper.Add(fooGVK, meta.RESTScopeNamespace)
 	calls := &atomic.Int32{}
@@ -104,7 +108,11 @@ func vpa(name, apiVersion, kind, target string) *vpav1.VerticalPodAutoscaler {
 }
 
 func TestSelector(t *testing.T) {
-	e := newEnv(t)
+	t.Run("full objects", func(t *testing.T) { testSelector(t, newEnv(t)) })
+	t.Run("trimmed objects", func(t *testing.T) { testSelector(t, newEnvWith(t, informers.WithTransform(TrimWorkload))) })
+}
+
+func testSelector(t *testing.T, e env) {
 	tests := map[string]struct {
 		vpa     *vpav1.VerticalPodAutoscaler
 		want    string
@@ -326,5 +334,72 @@ func TestMatcher(t *testing.T) {
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "elsewhere", Labels: map[string]string{"app": "web"}}}
 	if got := NewMatcher([]*Target{mk("a", 1, "Deployment", "web", "web")}).ControllingVPA(other, &Ref{Kind: "Deployment", Name: "web", Namespace: "elsewhere"}); got != nil {
 		t.Errorf("matched a VPA of another namespace: %v", got.VPA.Name)
+	}
+}
+
+func TestTrimWorkload(t *testing.T) {
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "x"}, Annotations: map[string]string{"big": "y"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img", Env: []corev1.EnvVar{{Name: "A", Value: "B"}}}}},
+	}
+	meta := metav1.ObjectMeta{
+		Namespace: ns, Name: "w", UID: "uid-1", ResourceVersion: "7",
+		Labels:          map[string]string{"tier": "web"},
+		Annotations:     map[string]string{"kubectl.kubernetes.io/last-applied-configuration": "{...}"},
+		OwnerReferences: owner("apps/v1", "Deployment", "web"),
+		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+	}
+	wantMeta := metav1.ObjectMeta{Namespace: ns, Name: "w", UID: "uid-1", ResourceVersion: "7",
+		Labels: meta.Labels, OwnerReferences: meta.OwnerReferences}
+	sel := selector("x")
+	tests := map[string]struct {
+		in, want any
+	}{
+		"deployment": {
+			in:   &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3)}, Status: appsv1.DeploymentStatus{Replicas: 3}},
+			want: &appsv1.Deployment{ObjectMeta: wantMeta, Spec: appsv1.DeploymentSpec{Selector: sel}},
+		},
+		"replicaset": {
+			in:   &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: template}},
+			want: &appsv1.ReplicaSet{ObjectMeta: wantMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel}},
+		},
+		"statefulset": {
+			in:   &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: template}},
+			want: &appsv1.StatefulSet{ObjectMeta: wantMeta, Spec: appsv1.StatefulSetSpec{Selector: sel}},
+		},
+		"daemonset": {
+			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}},
+			want: &appsv1.DaemonSet{ObjectMeta: wantMeta, Spec: appsv1.DaemonSetSpec{Selector: sel}},
+		},
+		"job": {
+			in:   &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: sel, Template: template}},
+			want: &batchv1.Job{ObjectMeta: wantMeta, Spec: batchv1.JobSpec{Selector: sel}},
+		},
+		"cronjob keeps the job template's labels": {
+			in: &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "* * * * *",
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template}}}},
+			want: &batchv1.CronJob{ObjectMeta: wantMeta, Spec: batchv1.CronJobSpec{
+				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}}}}}},
+		},
+		"replicationcontroller": {
+			in:   &corev1.ReplicationController{ObjectMeta: meta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}, Template: &template}},
+			want: &corev1.ReplicationController{ObjectMeta: wantMeta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}}},
+		},
+		"other objects lose only managed fields": {
+			in:   &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "v"}},
+			want: &corev1.ConfigMap{ObjectMeta: func() metav1.ObjectMeta { m := meta; m.ManagedFields = nil; return m }(), Data: map[string]string{"k": "v"}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := TrimWorkload(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(got, tc.want) {
+				t.Errorf("TrimWorkload =\n%#v\nwant\n%#v", got, tc.want)
+			}
+		})
 	}
 }

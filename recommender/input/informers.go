@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -15,6 +16,7 @@ import (
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/target"
 )
 
 // Resync periods, as upstream.
@@ -32,6 +34,67 @@ func StripManagedFields(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// TrimPod is the pod informer's transform: it keeps what the recommender
+// reads (identity, labels, owner references, container names and resources,
+// phase, and the container statuses the OOM observer compares) and drops the
+// rest of the spec and status, annotations and managed fields. Pods are most
+// of what the recommender caches; a real pod's volumes, environment, probes,
+// conditions and annotations are several times the size of what remains.
+func TrimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return StripManagedFields(obj)
+	}
+	out := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			Namespace:         p.Namespace,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			CreationTimestamp: p.CreationTimestamp,
+			DeletionTimestamp: p.DeletionTimestamp,
+			Labels:            p.Labels,
+			OwnerReferences:   p.OwnerReferences,
+		},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+	out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
+	for i, c := range p.Spec.Containers {
+		out.Spec.Containers[i] = corev1.Container{Name: c.Name, Resources: c.Resources}
+	}
+	if len(p.Spec.InitContainers) > 0 {
+		out.Spec.InitContainers = make([]corev1.Container, len(p.Spec.InitContainers))
+		for i, c := range p.Spec.InitContainers {
+			out.Spec.InitContainers[i] = corev1.Container{Name: c.Name}
+		}
+	}
+	if len(p.Status.ContainerStatuses) > 0 {
+		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
+		for i, s := range p.Status.ContainerStatuses {
+			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{
+				Name:                 s.Name,
+				RestartCount:         s.RestartCount,
+				State:                trimState(s.State),
+				LastTerminationState: trimState(s.LastTerminationState),
+				Resources:            s.Resources,
+			}
+		}
+	}
+	return out, nil
+}
+
+// trimState keeps whether a container runs and why and when it terminated.
+func trimState(s corev1.ContainerState) corev1.ContainerState {
+	var out corev1.ContainerState
+	if s.Running != nil {
+		out.Running = &corev1.ContainerStateRunning{}
+	}
+	if t := s.Terminated; t != nil {
+		out.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason, FinishedAt: t.FinishedAt, ExitCode: t.ExitCode}
+	}
+	return out
 }
 
 // Informers are the recommender's informer factories and listers.
@@ -55,8 +118,8 @@ func NewInformers(kube kubernetes.Interface, vpa versioned.Interface, namespace 
 	strip := informers.WithTransform(StripManagedFields)
 	ns := informers.WithNamespace(namespace)
 	in := &Informers{
-		Kube: informers.NewSharedInformerFactoryWithOptions(kube, DefaultResync, ns, strip),
-		Pods: informers.NewSharedInformerFactoryWithOptions(kube, PodResync, ns, strip,
+		Kube: informers.NewSharedInformerFactoryWithOptions(kube, DefaultResync, ns, informers.WithTransform(target.TrimWorkload)),
+		Pods: informers.NewSharedInformerFactoryWithOptions(kube, PodResync, ns, informers.WithTransform(TrimPod),
 			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 				o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 			})),

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -58,18 +59,37 @@ func TestPodOOMs(t *testing.T) {
 			want: []model.ResourceAmount{200 << 20},
 		},
 	}
+	trim := func(p *corev1.Pod) *corev1.Pod {
+		out, err := TrimPod(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.(*corev1.Pod)
+	}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			got := PodOOMs(tc.old, tc.new)
-			if len(got) != len(tc.want) {
-				t.Fatalf("got %+v, want %d OOMs", got, len(tc.want))
-			}
-			for i, o := range got {
-				if o.Memory != tc.want[i] || o.Container != "app" || !o.Time.Equal(finished.Time) || o.Pod.Name != "p" {
-					t.Errorf("OOM %d = %+v, want memory %d at %v", i, o, tc.want[i], finished)
-				}
-			}
-		})
+		// The informer caches trimmed pods: OOMs must be found the same way.
+		for _, variant := range []struct {
+			name     string
+			old, new *corev1.Pod
+		}{{"full", tc.old, tc.new}, {"trimmed", trim(tc.old), trim(tc.new)}} {
+			t.Run(name+"/"+variant.name, func(t *testing.T) {
+				testPodOOMs(t, PodOOMs(variant.old, variant.new), tc.want)
+			})
+		}
+	}
+}
+
+// testPodOOMs checks that got holds one OOM of container app in pod p at
+// finished per wanted memory amount.
+func testPodOOMs(t *testing.T, got []OOM, want []model.ResourceAmount) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %d OOMs", got, len(want))
+	}
+	for i, o := range got {
+		if o.Memory != want[i] || o.Container != "app" || !o.Time.Equal(finished.Time) || o.Pod.Name != "p" {
+			t.Errorf("OOM %d = %+v, want memory %d at %v", i, o, want[i], finished)
+		}
 	}
 }
 
@@ -124,5 +144,59 @@ func TestStripManagedFields(t *testing.T) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	if _, err := StripManagedFields(p); err != nil || p.ManagedFields != nil {
 		t.Errorf("managedFields kept: %v %v", p.ManagedFields, err)
+	}
+}
+
+func TestTrimPod(t *testing.T) {
+	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
+	started := metav1.NewTime(finished.Add(-time.Hour))
+	in := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "9", Labels: map[string]string{"app": "a"},
+			Annotations:     map[string]string{"a": "b"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs"}},
+			ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "x"}},
+		},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init", Image: "i", Resources: res}},
+			Containers:     []corev1.Container{{Name: "app", Image: "a", Env: []corev1.EnvVar{{Name: "E"}}, Resources: res}},
+			Volumes:        []corev1.Volume{{Name: "v"}},
+			NodeName:       "node",
+		},
+		Status: corev1.PodStatus{
+			Phase:      corev1.PodRunning,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady}},
+			PodIP:      "10.0.0.1",
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", RestartCount: 2, Image: "a", ImageID: "sha", Ready: true, Resources: &res,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason: "OOMKilled", ExitCode: 137, FinishedAt: finished, StartedAt: started, Message: "m"}},
+			}},
+		},
+	}
+	want := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u", ResourceVersion: "9",
+			Labels: in.Labels, OwnerReferences: in.OwnerReferences},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init"}},
+			Containers:     []corev1.Container{{Name: "app", Resources: res}},
+		},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodRunning,
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "app", RestartCount: 2, Resources: &res,
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+					Reason: "OOMKilled", ExitCode: 137, FinishedAt: finished}},
+			}},
+		},
+	}
+	got, err := TrimPod(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("TrimPod =\n%#v\nwant\n%#v", got, want)
 	}
 }
