@@ -121,7 +121,11 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	registry := healthserver.NewRegistry()
 	metrics := webhook.NewMetrics(registry)
-	handler := pod.NewHandler(pod.NewFinder(vpaInformer.GetIndexer(), resolver, filter.Allows), limitRanges{lrLister})
+	finder := pod.NewFinder(vpaInformer.GetIndexer(), resolver, filter.Allows)
+	if err := pod.CacheWellKnownSelectors(finder, kubeFactory); err != nil {
+		return err
+	}
+	handler := pod.NewHandler(finder, limitRanges{lrLister})
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
 
 	var synced atomic.Bool

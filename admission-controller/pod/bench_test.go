@@ -72,7 +72,9 @@ func newBenchFixture(tb testing.TB, namespaces, perNamespace int) *benchFixture 
 			}
 		}
 	}
-	f.handler = NewHandler(NewFinder(vpas, resolver, nil), fakeLimits{})
+	finder := NewFinder(vpas, resolver, nil)
+	must(tb, CacheWellKnownSelectors(finder, factory))
+	f.handler = NewHandler(finder, fakeLimits{})
 	return f
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,6 +26,8 @@ type decoder struct {
 	containers []corev1.Container
 	owners     []metav1.OwnerReference
 	controller []bool
+	// quantities caches parsed quantities by their text.
+	quantities map[string]resource.Quantity
 }
 
 // reset returns the maps of the last pod to the spares.
@@ -376,11 +377,33 @@ func (d *decoder) resources(field string, dst *corev1.ResourceList) error {
 		default:
 			value = d.r.Literal()
 		}
-		q, err := resource.ParseQuantity(strings.TrimSpace(string(bytes.TrimSpace(value))))
+		q, err := d.quantity(bytes.TrimSpace(value))
 		if err != nil {
 			return fmt.Errorf("%s.%s: %w", field, name, err)
 		}
 		l[name] = q
 		return nil
 	})
+}
+
+// maxQuantities bounds the quantity cache of a decoder.
+const maxQuantities = 1024
+
+// quantity parses a quantity, remembering the result: the same few values
+// recur in pod after pod. Cached quantities have their string form computed
+// (String caches it), so writing them into patches does not allocate.
+func (d *decoder) quantity(s []byte) (resource.Quantity, error) {
+	if q, ok := d.quantities[string(s)]; ok {
+		return q.DeepCopy(), nil
+	}
+	q, err := resource.ParseQuantity(string(s))
+	if err != nil {
+		return q, err
+	}
+	_ = q.String()
+	if d.quantities == nil || len(d.quantities) >= maxQuantities {
+		d.quantities = make(map[string]resource.Quantity, 64)
+	}
+	d.quantities[string(s)] = q
+	return q.DeepCopy(), nil
 }

@@ -3,9 +3,13 @@ package pod
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -47,11 +51,79 @@ type Finder struct {
 	vpas     cache.Indexer
 	resolver ControllerResolver
 	allows   func(namespace string) bool
+
+	// Parsed selectors of targets whose kind is watched (CacheSelectors),
+	// dropped when the target object changes or goes away.
+	mu        sync.RWMutex
+	selectors map[targetKey]labels.Selector
+	watched   map[string]bool // by kind; written before serving only
+	// gen counts invalidations, so that a selector read from an object
+	// that changed meanwhile is not cached.
+	gen atomic.Uint64
 }
+
+type targetKey struct{ namespace, kind, name string }
 
 // NewFinder returns a Finder. allows filters namespaces (nil allows all).
 func NewFinder(vpas cache.Indexer, resolver ControllerResolver, allows func(namespace string) bool) *Finder {
-	return &Finder{vpas: vpas, resolver: resolver, allows: allows}
+	return &Finder{vpas: vpas, resolver: resolver, allows: allows, selectors: map[targetKey]labels.Selector{}, watched: map[string]bool{}}
+}
+
+// CacheSelectors makes the Finder keep the parsed selectors of targets of
+// the given kind (a targetRef kind, e.g. "Deployment"), which informer
+// holds: the selector is resolved once and reused until the informer reports
+// the object updated or deleted. Call it before the Finder serves requests.
+func (f *Finder) CacheSelectors(kind string, informer cache.SharedInformer) error {
+	invalidate := func(obj any) {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		m, err := meta.Accessor(obj)
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		delete(f.selectors, targetKey{namespace: m.GetNamespace(), kind: kind, name: m.GetName()})
+		f.gen.Add(1)
+		f.mu.Unlock()
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    invalidate,
+		UpdateFunc: func(_, obj any) { invalidate(obj) },
+		DeleteFunc: invalidate,
+	})
+	if err != nil {
+		return err
+	}
+	f.watched[kind] = true
+	return nil
+}
+
+// selector returns the VPA's target selector, from the cache when its kind
+// is watched.
+func (f *Finder) selector(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler) (labels.Selector, error) {
+	ref := vpa.Spec.TargetRef
+	if ref == nil || !f.watched[ref.Kind] {
+		return f.resolver.Selector(ctx, vpa)
+	}
+	key := targetKey{namespace: vpa.Namespace, kind: ref.Kind, name: ref.Name}
+	f.mu.RLock()
+	sel, ok := f.selectors[key]
+	f.mu.RUnlock()
+	if ok {
+		return sel, nil
+	}
+	gen := f.gen.Load()
+	sel, err := f.resolver.Selector(ctx, vpa)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	if f.gen.Load() == gen {
+		f.selectors[key] = sel
+	}
+	f.mu.Unlock()
+	return sel, nil
 }
 
 // ControllingVPA implements VPAFinder.
@@ -80,7 +152,7 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *corev1.Pod) (*vpav1.Ve
 		if best != nil && !target.Stronger(vpa, best) {
 			continue
 		}
-		sel, err := f.resolver.Selector(ctx, vpa)
+		sel, err := f.selector(ctx, vpa)
 		if err != nil {
 			klog.FromContext(ctx).V(3).Info("Skipping a VPA whose target cannot be read", "vpa", klog.KObj(vpa), "err", err.Error())
 			continue
@@ -90,4 +162,24 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *corev1.Pod) (*vpav1.Ve
 		}
 	}
 	return best, nil
+}
+
+// CacheWellKnownSelectors makes finder cache the selectors of the
+// well-known controller kinds, watched through factory's informers (the ones
+// target.NewResolver reads them from).
+func CacheWellKnownSelectors(finder *Finder, factory informers.SharedInformerFactory) error {
+	for kind, inf := range map[string]cache.SharedInformer{
+		target.KindDeployment:            factory.Apps().V1().Deployments().Informer(),
+		target.KindReplicaSet:            factory.Apps().V1().ReplicaSets().Informer(),
+		target.KindStatefulSet:           factory.Apps().V1().StatefulSets().Informer(),
+		target.KindDaemonSet:             factory.Apps().V1().DaemonSets().Informer(),
+		target.KindJob:                   factory.Batch().V1().Jobs().Informer(),
+		target.KindCronJob:               factory.Batch().V1().CronJobs().Informer(),
+		target.KindReplicationController: factory.Core().V1().ReplicationControllers().Informer(),
+	} {
+		if err := finder.CacheSelectors(kind, inf); err != nil {
+			return fmt.Errorf("watching %s selectors: %w", kind, err)
+		}
+	}
+	return nil
 }

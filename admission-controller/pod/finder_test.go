@@ -1,0 +1,87 @@
+package pod
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/target"
+)
+
+// TestFinderSelectorCacheFollowsTargets checks that a cached selector is
+// dropped when its Deployment is replaced by one with another selector.
+func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
+	resolver := target.NewResolver(factory, nil, nil, target.Options{})
+	vpas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{TargetRefIndex: TargetRefIndexFunc})
+	finder := NewFinder(vpas, resolver, nil)
+	if err := CacheWellKnownSelectors(finder, factory); err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+
+	deployment := func(app string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}}}
+	}
+	if _, err := client.AppsV1().Deployments("ns").Create(ctx, deployment("web"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Controller: ptr(true)}}}}
+	if _, err := client.AppsV1().ReplicaSets("ns").Create(ctx, rs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	factory.WaitForCacheSync(ctx.Done())
+	if err := vpas.Add(&vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec: vpav1.VerticalPodAutoscalerSpec{TargetRef: &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "web"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Controller: ptr(true)}}}}
+
+	waitFor := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			// Between delete and create the owner chain is broken and
+			// the finder errs.
+			vpa, err := finder.ControllingVPA(ctx, pod)
+			if err == nil && (vpa != nil) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pod matched = %v (err %v), want %v", vpa != nil, err, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor(true)
+	waitFor(true) // now from the cache
+
+	// Replace the Deployment with one that selects other pods.
+	if err := client.AppsV1().Deployments("ns").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.AppsV1().Deployments("ns").Create(ctx, deployment("other"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(false)
+	// And back.
+	if _, err := client.AppsV1().Deployments("ns").Update(ctx, deployment("web"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(true)
+}
