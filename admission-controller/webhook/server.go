@@ -74,6 +74,10 @@ type serveState struct {
 	req   review.Request
 }
 
+// responseBuffer is the size up to which net/http buffers a response and
+// sets its Content-Length itself.
+const responseBuffer = 2048
+
 // maxPooledBuffer bounds the buffers kept in the pool, so one large review
 // does not pin memory.
 const maxPooledBuffer = 256 << 10
@@ -146,9 +150,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusUnsupportedMediaType, "Content-Type %q not supported: send application/json", ct)
 		return
 	}
+	if r.ContentLength > MaxBodyBytes {
+		httpError(w, http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxBodyBytes)
+		return
+	}
 	st := s.getState()
 	defer s.putState(st)
-	body, err := readBody(http.MaxBytesReader(w, r.Body, MaxBodyBytes), st.body, r.ContentLength)
+	// A body of known length is limited by the server already; only one
+	// of unknown length needs the MaxBytesReader.
+	var src io.Reader = r.Body
+	if r.ContentLength < 0 {
+		src = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	}
+	body, err := readBody(src, st.body, r.ContentLength)
 	st.body = body
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -200,7 +214,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h := w.Header()
 	h["Content-Type"] = headerJSON
-	h["Content-Length"] = []string{strconv.Itoa(len(data))}
+	if len(data) >= responseBuffer {
+		// Smaller responses get their Content-Length from net/http,
+		// without allocating; larger ones would otherwise be chunked.
+		h["Content-Length"] = []string{strconv.Itoa(len(data))}
+	}
 	_, _ = w.Write(data)
 	s.metrics.observe(start, read, admitted, status, resource, podApplied)
 }

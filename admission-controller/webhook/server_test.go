@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -82,6 +83,45 @@ func TestServeHTTP(t *testing.T) {
 				t.Errorf("body %q does not contain %q", rec.Body.String(), tc.wantBody)
 			}
 		})
+	}
+}
+
+// TestTooLargeChunked sends a body of unknown length (chunked), which the
+// server can only limit while reading.
+func TestTooLargeChunked(t *testing.T) {
+	body := io.MultiReader(strings.NewReader(`{"a":"`), strings.NewReader(strings.Repeat("x", MaxBodyBytes)), strings.NewReader(`"}`))
+	req := httptest.NewRequest("POST", "/", body)
+	req.Header.Set("Content-Type", "application/json")
+	if req.ContentLength != -1 {
+		t.Fatalf("content length %d, want unknown", req.ContentLength)
+	}
+	rec := httptest.NewRecorder()
+	newTestServer().ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("code %d, want 413; body %s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestResponseBytes checks the reviews the server writes without
+// reflection against encoding/json's encoding of the same review, and the
+// Content-Length header.
+func TestResponseBytes(t *testing.T) {
+	for _, version := range []string{"admission.k8s.io/v1", "admission.k8s.io/v1beta1"} {
+		rec := post(t, newTestServer(), "POST", "application/json", strings.Replace(podReview, "%s", version, 1))
+		var review admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &review); err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(review)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(rec.Body.Bytes(), want) {
+			t.Errorf("response\n%s\nwant\n%s", rec.Body.Bytes(), want)
+		}
+		if review.APIVersion != version {
+			t.Errorf("apiVersion %q, want %q", review.APIVersion, version)
+		}
 	}
 }
 
