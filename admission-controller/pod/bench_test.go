@@ -121,7 +121,7 @@ func BenchmarkPodHandler(b *testing.B) {
 		if err := dec.Decode(bodies[i%len(bodies)], &req); err != nil {
 			b.Fatal(err)
 		}
-		res, err := f.handler.AdmitJSON(ctx, req.Object, string(req.Namespace), patch[:0])
+		res, err := f.handler.AdmitRequest(ctx, &req, patch[:0])
 		if err != nil || !res.Applied {
 			b.Fatalf("not applied: %v", err)
 		}

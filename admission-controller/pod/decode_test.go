@@ -111,6 +111,8 @@ func FuzzDecoder(f *testing.F) {
 	f.Add(`{"metadata":{"labels":{"a\u00e9":"\ud800x"}}}`)
 	var d decoder
 	f.Fuzz(func(t *testing.T, in string) {
+		// Input taken as valid without checking must not panic either.
+		_, _ = d.decodeChecked([]byte(in), true)
 		got, err := d.decode([]byte(in))
 		var want corev1.Pod
 		werr := json.Unmarshal([]byte(in), &want)
@@ -121,4 +123,18 @@ func FuzzDecoder(f *testing.F) {
 			t.Errorf("decoder disagrees with encoding/json on %s", in)
 		}
 	})
+}
+
+// TestDecoderTrustedInvalidJSON feeds invalid JSON as if it had been
+// validated: the decoder must return without panicking.
+func TestDecoderTrustedInvalidJSON(t *testing.T) {
+	for _, in := range []string{
+		``, `{`, `{"metadata"`, `{"metadata":`, `{"metadata":{"name":"abc`, `{"metadata":{"name":"a\`, `{"metadata":{"name":"\u12`,
+		`{"metadata":{"name":"\ud800\u`, `{"spec":{"containers":[`, `{"spec":{"containers":[{"resources":{"requests":{"cpu":`,
+		`{"spec":{"containers":[{"resources":{"requests":{"cpu":"1"`, `{"metadata":{"labels":{"a":"b",}}}`, `{"metadata":{"ownerReferences":[{"controller":t`,
+		`[`, `"`, `{"a":[{]}`, `{"metadata"}`, `{"spec":{"containers":[{"name":"a"}x]}}`,
+	} {
+		var d decoder
+		_, _ = d.decodeChecked([]byte(in), true)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
+	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -71,9 +72,20 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // computes its patch like Admit, appending it to dst. A pod that cannot be
 // decoded gives a *DecodeError.
 func (h *Handler) AdmitJSON(ctx context.Context, raw []byte, namespace string, dst []byte) (Result, error) {
+	return h.admitJSON(ctx, raw, false, namespace, dst)
+}
+
+// AdmitRequest is AdmitJSON for the pod of a review decoded by
+// review.Decoder (or review.FromAdmissionReview), whose JSON has been
+// validated with the review and is not validated again.
+func (h *Handler) AdmitRequest(ctx context.Context, req *review.Request, dst []byte) (Result, error) {
+	return h.admitJSON(ctx, req.Object, true, string(req.Namespace), dst)
+}
+
+func (h *Handler) admitJSON(ctx context.Context, raw []byte, valid bool, namespace string, dst []byte) (Result, error) {
 	st := h.state()
 	defer h.states.Put(st)
-	pod, err := st.dec.decode(raw)
+	pod, err := st.dec.decodeChecked(raw, valid)
 	if err != nil {
 		return Result{}, &DecodeError{Err: err}
 	}

@@ -31,10 +31,10 @@ const (
 	apiVersionV1beta1 = "admission.k8s.io/v1beta1"
 )
 
-// PodAdmitter computes pod patches from the pod JSON of a review, appending
-// them to dst; a pod that cannot be decoded gives a *pod.DecodeError.
+// PodAdmitter computes pod patches for the pod of a review, appending them
+// to dst; a pod that cannot be decoded gives a *pod.DecodeError.
 type PodAdmitter interface {
-	AdmitJSON(ctx context.Context, raw []byte, namespace string, dst []byte) (pod.Result, error)
+	AdmitRequest(ctx context.Context, req *review.Request, dst []byte) (pod.Result, error)
 }
 
 // VPAAdmitter validates VPAs.
@@ -249,7 +249,7 @@ func (s *Server) admitPod(ctx context.Context, req *review.Request, st *serveSta
 	if string(req.Operation) != string(admissionv1.Create) {
 		return nil, statusSkipped
 	}
-	res, err := s.pods.AdmitJSON(ctx, req.Object, string(req.Namespace), st.patch[:0])
+	res, err := s.pods.AdmitRequest(ctx, req, st.patch[:0])
 	if err != nil {
 		var decodeErr *pod.DecodeError
 		if errors.As(err, &decodeErr) {

@@ -14,15 +14,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/openvpa/openvpa/admission-controller/pod"
+	"github.com/openvpa/openvpa/admission-controller/review"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/pkg/features"
 )
 
 type fixedPods struct{}
 
-func (fixedPods) AdmitJSON(_ context.Context, raw []byte, _ string, dst []byte) (pod.Result, error) {
+func (fixedPods) AdmitRequest(_ context.Context, req *review.Request, dst []byte) (pod.Result, error) {
 	var p corev1.Pod
-	if err := json.Unmarshal(raw, &p); err != nil {
+	if err := json.Unmarshal(req.Object, &p); err != nil {
 		return pod.Result{}, &pod.DecodeError{Err: err}
 	}
 	if p.Labels["vpa"] != "yes" {
