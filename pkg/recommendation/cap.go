@@ -48,7 +48,7 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 	if pod == nil || rec == nil {
 		return out
 	}
-	recs, notes := capRecs(pod, rec, policy, lr, false)
+	recs, notes := capRecs(pod, rec, policy, lr, false, false)
 	for i := range pod.Spec.Containers {
 		if recs[i] == nil {
 			continue
@@ -64,15 +64,19 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 // capRecs does the work of Cap and returns, per pod container, the capped
 // recommendation (nil when the container gets none) and the notes on its
 // target (notes is nil when there are none). With targetOnly, only Target is
-// copied and capped; the bounds are left empty.
-func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, targetOnly bool) ([]*vpav1.RecommendedContainerResources, [][]string) {
+// capped and the bounds are left empty; with shared too, a Target that
+// capping does not change is the recommendation's own map, not a copy.
+func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, targetOnly, shared bool) ([]*vpav1.RecommendedContainerResources, [][]string) {
 	n := len(pod.Spec.Containers)
-	// recs[i] is the working copy for pod.Spec.Containers[i], nil when the
-	// container gets no recommendation.
-	recs := make([]*vpav1.RecommendedContainerResources, n)
+	// w.recs[i] is the working copy for pod.Spec.Containers[i], nil when
+	// the container gets no recommendation.
+	w := working{recs: make([]*vpav1.RecommendedContainerResources, n)}
 	var copies []vpav1.RecommendedContainerResources
 	if targetOnly {
 		copies = make([]vpav1.RecommendedContainerResources, n)
+	}
+	if shared {
+		w.shared = make([]bool, n)
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
@@ -84,16 +88,26 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 		if cp.ScalingMode() == vpav1.ContainerScalingModeOff {
 			continue
 		}
+		var target resourceList
 		if targetOnly {
-			copies[i] = vpav1.RecommendedContainerResources{ContainerName: r.ContainerName, Target: r.Target.DeepCopy()}
+			target = resourceList{m: r.Target, shared: true}
+			if !shared {
+				target.own()
+			}
+			copies[i] = vpav1.RecommendedContainerResources{ContainerName: r.ContainerName}
 			r = &copies[i]
 		} else {
 			r = r.DeepCopy()
+			target = resourceList{m: r.Target}
 			r.LowerBound = controlled(r.LowerBound, cp)
 			r.UpperBound = controlled(r.UpperBound, cp)
 		}
-		r.Target = controlled(r.Target, cp)
-		recs[i] = r
+		target.keepControlled(cp)
+		r.Target = target.m
+		if shared {
+			w.shared[i] = target.shared
+		}
+		w.recs[i] = r
 	}
 	bounds := []bound{boundUpper, boundTarget, boundLower}
 	if targetOnly {
@@ -102,30 +116,95 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 	if lr.Pod != nil {
 		for _, b := range bounds {
 			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				applyPodLimitRange(pod, recs, lr.Pod, name, b)
+				applyPodLimitRange(pod, &w, lr.Pod, name, b)
 			}
 		}
 	}
 	var notes [][]string
 	for i := range pod.Spec.Containers {
-		r := recs[i]
+		r := w.recs[i]
 		if r == nil {
 			continue
 		}
 		c := &pod.Spec.Containers[i]
 		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
-		if ns := capContainer(c, r.Target, cp, lr.Container); len(ns) > 0 {
+		target := w.list(i, boundTarget)
+		if ns := capContainer(c, &target, cp, lr.Container); len(ns) > 0 {
 			if notes == nil {
 				notes = make([][]string, n)
 			}
 			notes[i] = ns
 		}
+		w.store(i, boundTarget, target)
 		if !targetOnly {
-			capContainer(c, r.LowerBound, cp, lr.Container)
-			capContainer(c, r.UpperBound, cp, lr.Container)
+			lower, upper := resourceList{m: r.LowerBound}, resourceList{m: r.UpperBound}
+			capContainer(c, &lower, cp, lr.Container)
+			capContainer(c, &upper, cp, lr.Container)
 		}
 	}
-	return recs, notes
+	return w.recs, notes
+}
+
+// working holds the recommendations being capped.
+type working struct {
+	recs []*vpav1.RecommendedContainerResources
+	// shared[i] says recs[i].Target is still the input's map; nil when
+	// every map is a copy.
+	shared []bool
+}
+
+// list returns one field of recs[i] for capping.
+func (w *working) list(i int, b bound) resourceList {
+	return resourceList{m: field(w.recs[i], b), shared: b == boundTarget && w.shared != nil && w.shared[i]}
+}
+
+// store puts back a field list returned, possibly copied since.
+func (w *working) store(i int, b bound, l resourceList) {
+	r := w.recs[i]
+	switch b {
+	case boundLower:
+		r.LowerBound = l.m
+	case boundUpper:
+		r.UpperBound = l.m
+	default:
+		r.Target = l.m
+	}
+	if b == boundTarget && w.shared != nil {
+		w.shared[i] = l.shared
+	}
+}
+
+// resourceList is a list being capped that is copied before its first
+// change while it is shared with the input.
+type resourceList struct {
+	m      corev1.ResourceList
+	shared bool
+}
+
+func (l *resourceList) own() {
+	if l.shared {
+		l.m = l.m.DeepCopy()
+		l.shared = false
+	}
+}
+
+func (l *resourceList) set(name corev1.ResourceName, q resource.Quantity) {
+	l.own()
+	l.m[name] = q
+}
+
+// keepControlled drops the resources the policy does not control.
+func (l *resourceList) keepControlled(cp *vpav1.ContainerResourcePolicy) {
+	for name := range l.m {
+		if !cp.Controls(name) {
+			l.own()
+			break
+		}
+	}
+	if l.shared {
+		return
+	}
+	l.m = controlled(l.m, cp)
 }
 
 func find(rec *vpav1.RecommendedPodResources, name string) *vpav1.RecommendedContainerResources {
@@ -163,7 +242,8 @@ func field(r *vpav1.RecommendedContainerResources, b bound) corev1.ResourceList 
 
 // applyPodLimitRange scales one field of every container's recommendation so
 // that the pod total of one resource fits the Pod LimitRange.
-func applyPodLimitRange(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, item *corev1.LimitRangeItem, name corev1.ResourceName, b bound) {
+func applyPodLimitRange(pod *corev1.Pod, w *working, item *corev1.LimitRangeItem, name corev1.ResourceName, b bound) {
+	recs := w.recs
 	minLimit := item.Min[name]
 	maxLimit := item.Max[name]
 	defaultLimit := get(item.Default, name)
@@ -191,7 +271,7 @@ func applyPodLimitRange(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResou
 		return
 	}
 	if minLimit.Cmp(sumRec) > 0 && !sumLimit.IsZero() && !sumRec.IsZero() {
-		forEachField(recs, b, name, func(q resource.Quantity) resource.Quantity {
+		forEachField(w, b, name, func(q resource.Quantity) resource.Quantity {
 			v, _ := scale(name, q, sumRec, minLimit, roundUp)
 			return v
 		})
@@ -207,32 +287,33 @@ func applyPodLimitRange(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResou
 	if !maxLimit.IsZero() && maxLimit.Cmp(sumLimit) < 0 {
 		targetTotal = maxLimit
 	}
-	forEachField(recs, b, name, func(q resource.Quantity) resource.Quantity {
+	forEachField(w, b, name, func(q resource.Quantity) resource.Quantity {
 		v, _ := scale(name, q, sumLimit, targetTotal, roundDown)
 		return v
 	})
 }
 
-func forEachField(recs []*vpav1.RecommendedContainerResources, b bound, name corev1.ResourceName, f func(resource.Quantity) resource.Quantity) {
-	for _, r := range recs {
+func forEachField(w *working, b bound, name corev1.ResourceName, f func(resource.Quantity) resource.Quantity) {
+	for i, r := range w.recs {
 		if r == nil {
 			continue
 		}
-		l := field(r, b)
-		if q, ok := l[name]; ok {
-			l[name] = f(q)
+		l := w.list(i, b)
+		if q, ok := l.m[name]; ok {
+			l.set(name, f(q))
+			w.store(i, b, l)
 		}
 	}
 }
 
-// capContainer caps one recommendation field in place and returns the notes.
-func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.ContainerResourcePolicy, item *corev1.LimitRangeItem) []string {
-	if len(l) == 0 {
+// capContainer caps one recommendation field and returns the notes.
+func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResourcePolicy, item *corev1.LimitRangeItem) []string {
+	if len(l.m) == 0 {
 		return nil
 	}
 	var notes []string
 	var buf [4]corev1.ResourceName
-	names := sortedNames(l, buf[:0])
+	names := sortedNames(l.m, buf[:0])
 	if item != nil {
 		for _, name := range names {
 			def := get(item.Default, name)
@@ -255,8 +336,8 @@ func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.Containe
 			if limit == nil || limit.IsZero() {
 				continue
 			}
-			if q := l[name]; q.MilliValue() > limit.MilliValue() {
-				l[name] = limit.DeepCopy()
+			if q := l.m[name]; q.MilliValue() > limit.MilliValue() {
+				l.set(name, limit.DeepCopy())
 				notes = append(notes, fmt.Sprintf("%s %s", name, NoteContainerLimit))
 			}
 		}
@@ -264,15 +345,15 @@ func capContainer(c *corev1.Container, l corev1.ResourceList, cp *vpav1.Containe
 	return notes
 }
 
-func capTo(l corev1.ResourceList, name corev1.ResourceName, lo, hi *resource.Quantity, loNote, hiNote string, notes []string) []string {
-	q := l[name]
+func capTo(l *resourceList, name corev1.ResourceName, lo, hi *resource.Quantity, loNote, hiNote string, notes []string) []string {
+	q := l.m[name]
 	if lo != nil && !lo.IsZero() && q.Cmp(*lo) < 0 {
 		q = lo.DeepCopy()
-		l[name] = q
+		l.set(name, q)
 		notes = append(notes, fmt.Sprintf("%s %s", name, loNote))
 	}
 	if hi != nil && !hi.IsZero() && q.Cmp(*hi) > 0 {
-		l[name] = hi.DeepCopy()
+		l.set(name, hi.DeepCopy())
 		notes = append(notes, fmt.Sprintf("%s %s", name, hiNote))
 	}
 	return notes

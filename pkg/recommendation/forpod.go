@@ -24,6 +24,17 @@ type ContainerResources struct {
 // recommendation get an empty entry. Resources with an empty name are
 // dropped. The inputs are not modified.
 func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
+	return forPod(pod, vpa, lr, false)
+}
+
+// ForPodShared is ForPod for callers that only read the result: where
+// capping leaves a container's target as it is, its Requests is the VPA's
+// own recommendation map rather than a copy, so it must not be modified.
+func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
+	return forPod(pod, vpa, lr, true)
+}
+
+func forPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, shared bool) []ContainerResources {
 	if pod == nil {
 		return nil
 	}
@@ -31,7 +42,7 @@ func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) [
 	if vpa == nil || vpa.Status.Recommendation == nil {
 		return out
 	}
-	recs, notes := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, true)
+	recs, notes := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, true, shared)
 	var defaults corev1.ResourceList
 	if lr.Container != nil {
 		defaults = lr.Container.Default
