@@ -205,7 +205,7 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 	if pod.Annotations == nil {
 		w.addEmptyObject(annotationsPath)
 	}
-	resources := recommendation.ForPod(pod, vpa, lr)
+	resources := recommendation.ForPodShared(pod, vpa, lr)
 	sc.updates = append(sc.updates[:0], "Pod resources updated by "...)
 	sc.updates = append(sc.updates, vpa.Name...)
 	sc.updates = append(sc.updates, ": "...)
