@@ -64,6 +64,7 @@ type config struct {
 	setupTimeout time.Duration
 	keep         bool
 	logDir       string
+	heapProfile  string
 }
 
 func main() {
@@ -95,6 +96,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.recommender, "recommender", filepath.Join("bin", "vpa-recommender"), "recommender binary")
 	fs.Float64Var(&c.qps, "kube-api-qps", 50, "--kube-api-qps passed to the recommender (burst is twice this)")
 	fs.StringVar(&c.extraArgs, "recommender-args", "", "extra recommender flags, space separated")
+	fs.StringVar(&c.heapProfile, "heap-profile", "", "after the last loop, save the recommender's heap profile here (runs it with --profiling)")
 	fs.DurationVar(&c.setupTimeout, "setup-timeout", 20*time.Minute, "deadline for the pods to run and report metrics")
 	fs.BoolVar(&c.keep, "keep", false, "keep the namespace at the end")
 	fs.StringVar(&c.logDir, "log-dir", filepath.Join("_output", "scale-test"), "folder for the recommender's log")
@@ -378,6 +380,9 @@ func measure(ctx context.Context, c config) (*results, error) {
 		"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
 	}
+	if c.heapProfile != "" {
+		args = append(args, "--profiling")
+	}
 	args = append(args, strings.Fields(c.extraArgs)...)
 	cmd := exec.Command(c.recommender, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -438,10 +443,41 @@ func measure(ctx context.Context, c config) (*results, error) {
 			}
 		}
 		res.loops = append(res.loops, lr)
-		logf("loop %d: %.2fs, RSS %.1f MB, heap %.1f MB", len(res.loops), lr.steps["total"], lr.rss/1e6, lr.heap/1e6)
+		logf("loop %d: %.2fs, RSS %.1f MB, heap %.1f MB (in use %.1f, next GC at %.1f, released %.1f; stacks %.1f; runtime total %.1f)",
+			len(res.loops), lr.steps["total"], lr.rss/1e6, lr.heap/1e6, cur["go_memstats_heap_inuse_bytes"]/1e6,
+			cur["go_memstats_next_gc_bytes"]/1e6, cur["go_memstats_heap_released_bytes"]/1e6,
+			cur["go_memstats_stack_inuse_bytes"]/1e6, cur["go_memstats_sys_bytes"]/1e6)
 		prev = cur
 	}
+	if c.heapProfile != "" {
+		if err := download(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", port), c.heapProfile); err != nil {
+			return nil, fmt.Errorf("heap profile: %w", err)
+		}
+		logf("heap profile saved to %s (go tool pprof -sample_index=inuse_space %s)", c.heapProfile, c.heapProfile)
+	}
 	return res, nil
+}
+
+// download saves the body of a GET of url to path.
+func download(url, path string) error {
+	client := http.Client{Timeout: time.Minute}
+	resp, err := client.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func stepKey(step, suffix string) string {

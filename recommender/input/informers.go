@@ -37,7 +37,7 @@ func StripManagedFields(obj any) (any, error) {
 }
 
 // TrimPod is the pod informer's transform: it keeps what the recommender
-// reads (identity, labels, owner references, container names and resources,
+// reads (identity, labels, owner references, container names and requests,
 // phase, and the container statuses the OOM observer compares) and drops the
 // rest of the spec and status, annotations and managed fields. Pods are most
 // of what the recommender caches; a real pod's volumes, environment, probes,
@@ -62,7 +62,7 @@ func TrimPod(obj any) (any, error) {
 	}
 	out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
-		out.Spec.Containers[i] = corev1.Container{Name: c.Name, Resources: c.Resources}
+		out.Spec.Containers[i] = corev1.Container{Name: c.Name, Resources: requestsOnly(&c.Resources)}
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.Spec.InitContainers = make([]corev1.Container, len(p.Spec.InitContainers))
@@ -78,11 +78,19 @@ func TrimPod(obj any) (any, error) {
 				RestartCount:         s.RestartCount,
 				State:                trimState(s.State),
 				LastTerminationState: trimState(s.LastTerminationState),
-				Resources:            s.Resources,
+			}
+			if s.Resources != nil {
+				r := requestsOnly(s.Resources)
+				out.Status.ContainerStatuses[i].Resources = &r
 			}
 		}
 	}
 	return out, nil
+}
+
+// requestsOnly returns the requests of r: the recommender never reads limits.
+func requestsOnly(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
+	return corev1.ResourceRequirements{Requests: r.Requests}
 }
 
 // trimState keeps whether a container runs and why and when it terminated.

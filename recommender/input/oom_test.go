@@ -149,6 +149,8 @@ func TestStripManagedFields(t *testing.T) {
 
 func TestTrimPod(t *testing.T) {
 	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
+	withLimits := res
+	withLimits.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 	started := metav1.NewTime(finished.Add(-time.Hour))
 	in := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
@@ -159,7 +161,7 @@ func TestTrimPod(t *testing.T) {
 		},
 		Spec: corev1.PodSpec{
 			InitContainers: []corev1.Container{{Name: "init", Image: "i", Resources: res}},
-			Containers:     []corev1.Container{{Name: "app", Image: "a", Env: []corev1.EnvVar{{Name: "E"}}, Resources: res}},
+			Containers:     []corev1.Container{{Name: "app", Image: "a", Env: []corev1.EnvVar{{Name: "E"}}, Resources: withLimits}},
 			Volumes:        []corev1.Volume{{Name: "v"}},
 			NodeName:       "node",
 		},
@@ -168,7 +170,7 @@ func TestTrimPod(t *testing.T) {
 			Conditions: []corev1.PodCondition{{Type: corev1.PodReady}},
 			PodIP:      "10.0.0.1",
 			ContainerStatuses: []corev1.ContainerStatus{{
-				Name: "app", RestartCount: 2, Image: "a", ImageID: "sha", Ready: true, Resources: &res,
+				Name: "app", RestartCount: 2, Image: "a", ImageID: "sha", Ready: true, Resources: &withLimits,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 					Reason: "OOMKilled", ExitCode: 137, FinishedAt: finished, StartedAt: started, Message: "m"}},

@@ -58,7 +58,8 @@ func (a *AggregateState) SetConfig(cfg *Config) error {
 // a.CPU.AddSample(CoresFromCPUAmount(m), MinSampleWeight, t) does, with the
 // common cases of the decay factor and of the bucket lookup inlined: it runs
 // once per container per recommender loop.
-func (a *AggregateState) addCPU(t time.Time, m ResourceAmount) {
+// w is t as a wallTime.
+func (a *AggregateState) addCPU(t time.Time, w wallTime, m ResourceAmount) {
 	value := CoresFromCPUAmount(m)
 	weight := MinSampleWeight * a.CPU.decayFactor(t)
 	h := &a.CPU.h
@@ -67,10 +68,10 @@ func (a *AggregateState) addCPU(t time.Time, m ResourceAmount) {
 		b = h.opts.FindBucket(value)
 	}
 	h.add(b, weight)
-	if wallBefore(a.LastSampleStart, t) {
+	if wallOf(a.LastSampleStart).before(w) {
 		a.LastSampleStart = t
 	}
-	if a.FirstSampleStart.IsZero() || wallBefore(t, a.FirstSampleStart) {
+	if a.FirstSampleStart.IsZero() || w.before(wallOf(a.FirstSampleStart)) {
 		a.FirstSampleStart = t
 	}
 	a.TotalSamplesCount++

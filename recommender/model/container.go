@@ -46,10 +46,11 @@ func (c *ContainerState) MaxMemoryPeak() ResourceAmount {
 // and records nothing, when usage is negative or t is not after the previous
 // CPU sample of this instance.
 func (c *ContainerState) AddCPUSample(t time.Time, usage ResourceAmount) bool {
-	if usage < 0 || !wallBefore(c.LastCPUSampleStart, t) {
+	w := wallOf(t)
+	if usage < 0 || !wallOf(c.LastCPUSampleStart).before(w) {
 		return false
 	}
-	c.aggregate.addCPU(t, usage)
+	c.aggregate.addCPU(t, w, usage)
 	c.LastCPUSampleStart = t
 	return true
 }
@@ -124,11 +125,18 @@ func (c *ContainerState) openPeak(now time.Time) (time.Time, ResourceAmount, boo
 	return c.WindowEnd, c.MaxMemoryPeak(), true
 }
 
-// wallBefore reports whether a is before b on the wall clock. Unlike
-// time.Time.Before it ignores monotonic clock readings (sample times come
-// from metrics and checkpoints, which have none), and it is small enough to
-// be inlined on the per-sample path.
-func wallBefore(a, b time.Time) bool {
-	as, bs := a.Unix(), b.Unix()
-	return as < bs || as == bs && a.Nanosecond() < b.Nanosecond()
+// wallTime is a time as Unix seconds and nanoseconds, ordered on the wall
+// clock. Unlike time.Time.Before, comparing wallTimes ignores monotonic clock
+// readings (sample times come from metrics and checkpoints, which have none),
+// and both it and wallOf are small enough to be inlined on the per-sample
+// path.
+type wallTime struct {
+	sec  int64
+	nsec int
+}
+
+func wallOf(t time.Time) wallTime { return wallTime{t.Unix(), t.Nanosecond()} }
+
+func (a wallTime) before(b wallTime) bool {
+	return a.sec < b.sec || a.sec == b.sec && a.nsec < b.nsec
 }
