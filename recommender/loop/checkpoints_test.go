@@ -2,7 +2,10 @@ package loop
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,5 +153,91 @@ func TestCheckpointGC(t *testing.T) {
 		if cp.Spec.VPAObjectName == "web" {
 			t.Errorf("checkpoint %s of a deleted VPA survived GC", cp.Name)
 		}
+	}
+}
+
+// gatedStore is a CheckpointStore whose writes wait until the test closes
+// the gate, and fail while fail is set.
+type gatedStore struct {
+	CheckpointStore
+	gate    chan struct{}
+	started atomic.Int32
+	fail    atomic.Bool
+}
+
+func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.VerticalPodAutoscalerCheckpointStatus) error {
+	g.started.Add(1)
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if g.fail.Load() {
+		return errors.New("apiserver unavailable")
+	}
+	return g.CheckpointStore.Write(ctx, k, s)
+}
+
+// TestCheckpointWritesDoNotHoldTheLoop: a loop returns while its checkpoint
+// writes are still running; the next loops do not queue the same VPA again;
+// a write that failed is retried at the next loop, and one that succeeded
+// moves the VPA's next write a whole interval on.
+func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
+	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client), gate: make(chan struct{})}
+	h.rec.deps.Checkpoints = store
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	ctx := context.Background()
+
+	// The first write is due within a minute of the first loop. Each
+	// RunOnce returns even though the write it queues cannot finish.
+	for i := 0; i < 3 && len(h.rec.inflight) == 0; i++ {
+		h.rec.RunOnce(ctx)
+		h.clk.Step(time.Minute)
+	}
+	if len(h.rec.inflight) != 1 {
+		t.Fatalf("in-flight VPAs = %v, want ns/web", h.rec.inflight)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for store.started.Load() == 0 && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if store.started.Load() != 1 {
+		t.Fatalf("%d writes started, want 1", store.started.Load())
+	}
+	// Two more loops while it is blocked; then it fails.
+	h.rec.RunOnce(ctx)
+	h.clk.Step(time.Minute)
+	h.rec.RunOnce(ctx)
+	store.fail.Store(true)
+	close(store.gate)
+	h.rec.WaitCheckpointWrites()
+	if n := store.started.Swap(0); n != 1 {
+		t.Fatalf("%d writes of ns/web ran, want 1: a VPA in flight was queued again", n)
+	}
+	if got := len(h.checkpoints()); got != 0 {
+		t.Fatalf("checkpoints = %d after a failed write, want 0", got)
+	}
+
+	// The next loop retries at once, and succeeds.
+	store.fail.Store(false)
+	h.rec.RunOnce(ctx)
+	h.rec.WaitCheckpointWrites()
+	if n := store.started.Swap(0); n != 1 {
+		t.Fatalf("after a failed write the next loop ran %d writes, want 1 (retry)", n)
+	}
+	if got := len(h.checkpoints()); got != 1 {
+		t.Fatalf("checkpoints = %d, want 1", got)
+	}
+
+	// The next loop, at the same time, has nothing due.
+	h.rec.RunOnce(ctx)
+	h.rec.WaitCheckpointWrites()
+	if n := store.started.Load(); n != 0 {
+		t.Fatalf("a successful write was repeated by the next loop (%d writes)", n)
+	}
+	if next, ok := h.rec.schedule.Next("ns/web"); !ok || !next.After(h.clk.Now()) {
+		t.Errorf("next write at %v (tracked %v), want after %v", next, ok, h.clk.Now())
 	}
 }

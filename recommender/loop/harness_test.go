@@ -187,9 +187,11 @@ func (h *harness) sync() {
 }
 
 // loop advances the clock by one interval (except before the first loop),
-// runs one loop and syncs the lister.
+// runs one loop, waits for its background checkpoint writes and syncs the
+// lister.
 func (h *harness) loop() {
 	h.rec.RunOnce(context.Background())
+	h.rec.WaitCheckpointWrites()
 	h.sync()
 	h.clk.Step(h.cfg.Interval)
 }

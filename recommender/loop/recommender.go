@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,6 +140,23 @@ type Recommender struct {
 	schedule *checkpoint.Schedule
 	lastGC   time.Time
 	lastAggr time.Time
+
+	// Checkpoint writes run in the background (see maintainCheckpoints):
+	// inflight holds the VPAs whose writes are queued or running (loop
+	// goroutine only), background counts the running batches, and finished
+	// collects their outcomes for the next loop to apply.
+	inflight   map[string]struct{}
+	background sync.WaitGroup
+	finishedMu sync.Mutex
+	finished   []checkpointOutcome
+}
+
+// checkpointOutcome is the result of the background write of one VPA's
+// checkpoints, encoded at the given time.
+type checkpointOutcome struct {
+	vpa     string
+	encoded time.Time
+	err     error
 }
 
 // New returns a Recommender.
@@ -164,6 +182,7 @@ func New(cfg Config, deps Deps) *Recommender {
 		vpas:     map[types.NamespacedName]*vpaState{},
 		pods:     map[types.NamespacedName]podInfo{},
 		schedule: checkpoint.NewSchedule(cfg.CheckpointsWriteInterval),
+		inflight: map[string]struct{}{},
 	}
 }
 
@@ -242,9 +261,14 @@ func (r *Recommender) state(v *vpav1.VerticalPodAutoscaler) *vpaState {
 // Run runs RunOnce now and then every interval until ctx ends. It does not
 // restore checkpoints (call Restore first) nor write them at the end (call
 // WriteAllCheckpoints).
+//
+// Run returns only after the background checkpoint writes it started have
+// stopped (they end with ctx), so that a final WriteAllCheckpoints cannot be
+// overtaken by an older write.
 func (r *Recommender) Run(ctx context.Context) error {
 	t := r.deps.Clock.NewTicker(r.cfg.Interval)
 	defer t.Stop()
+	defer r.WaitCheckpointWrites()
 	for {
 		r.RunOnce(ctx)
 		select {
@@ -610,8 +634,14 @@ func (r *Recommender) parallel(ctx context.Context, n int, f func(int), stopOnDe
 	wg.Wait()
 }
 
-// writeCheckpoints saves every aggregate of a VPA.
-func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now time.Time) error {
+// encodedCheckpoint is one container's checkpoint, ready to write.
+type encodedCheckpoint struct {
+	key    checkpoint.Key
+	status vpav1.VerticalPodAutoscalerCheckpointStatus
+}
+
+// encodeCheckpoints encodes every aggregate of a VPA at now.
+func (r *Recommender) encodeCheckpoints(st *vpaState, now time.Time) ([]encodedCheckpoint, error) {
 	open := map[string][]*model.ContainerState{}
 	for ik, cs := range st.instances {
 		open[ik.container] = append(open[ik.container], cs)
@@ -622,13 +652,24 @@ func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now ti
 	}
 	sort.Strings(names)
 	var errs []error
+	out := make([]encodedCheckpoint, 0, len(names))
 	for _, name := range names {
 		status, err := model.SaveCheckpoint(st.aggregates[name], open[name], now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("encoding checkpoint of %s container %s: %w", st.key, name, err))
 			continue
 		}
-		err = r.deps.Checkpoints.Write(ctx, checkpoint.Key{Namespace: st.key.Namespace, VPA: st.key.Name, Container: name}, status)
+		out = append(out, encodedCheckpoint{key: checkpoint.Key{Namespace: st.key.Namespace, VPA: st.key.Name, Container: name}, status: status})
+	}
+	return out, errors.Join(errs...)
+}
+
+// writeEncoded writes encoded checkpoints. It is safe to call from any
+// goroutine: it touches no loop state.
+func (r *Recommender) writeEncoded(ctx context.Context, cps []encodedCheckpoint) error {
+	var errs []error
+	for _, cp := range cps {
+		err := r.deps.Checkpoints.Write(ctx, cp.key, cp.status)
 		r.deps.Prom.write("checkpoint", err)
 		if err != nil {
 			errs = append(errs, err)
@@ -637,50 +678,113 @@ func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now ti
 	return errors.Join(errs...)
 }
 
+// writeCheckpoints saves every aggregate of a VPA.
+func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now time.Time) error {
+	cps, encErr := r.encodeCheckpoints(st, now)
+	return errors.Join(encErr, r.writeEncoded(ctx, cps))
+}
+
+// maintainCheckpoints writes the checkpoints of the VPAs that are due. It
+// encodes them in the loop, where the model is, and hands the writes to a
+// background batch on --update-worker-count workers bounded by
+// --checkpoints-timeout: a loop never waits on the API server's write
+// throughput for checkpoints, so a large cluster's writes cannot push the
+// next loop, and its samples, back. A VPA whose writes are still running is
+// not queued again; the outcome is applied to the schedule by the next loop
+// (a failed write stays due and is retried).
 func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
+	r.applyCheckpointOutcomes(ctx)
 	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
 		return // history still loading: checkpoints would save a partial view
 	}
-	due := r.schedule.Due(now)
-	byKey := make(map[string]*vpaState, len(r.vpas))
-	for _, st := range r.vpas {
-		byKey[st.key.String()] = st
+	type job struct {
+		vpa string
+		cps []encodedCheckpoint
 	}
-	var sts []*vpaState
-	for _, k := range due {
-		if st, ok := byKey[k]; ok && len(st.aggregates) > 0 {
-			sts = append(sts, st)
-		} else {
+	var jobs []job
+	for _, k := range r.schedule.Due(now) {
+		if _, busy := r.inflight[k]; busy {
+			continue
+		}
+		st, ok := r.byScheduleKey(k)
+		if !ok || len(st.aggregates) == 0 {
 			r.schedule.Written(k, now) // nothing to save yet
+			continue
 		}
+		cps, err := r.encodeCheckpoints(st, now)
+		if err != nil {
+			logger.Error(err, "Cannot encode checkpoints", "vpa", st.key)
+		}
+		if len(cps) == 0 {
+			continue
+		}
+		r.inflight[k] = struct{}{}
+		jobs = append(jobs, job{vpa: k, cps: cps})
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
-	defer cancel()
-	written := make([]bool, len(sts))
-	r.parallel(cctx, len(sts), func(i int) {
-		if err := r.writeCheckpoints(cctx, sts[i], now); err != nil {
-			logger.Error(err, "Cannot write checkpoints", "vpa", sts[i].key)
-			return
-		}
-		written[i] = true
-	}, true)
-	n := 0
-	for i, ok := range written {
-		if ok {
-			r.schedule.Written(sts[i].key.String(), now)
-			n++
-		}
-	}
-	if len(sts) > 0 {
-		logger.V(3).Info("Wrote checkpoints", "vpas", n, "due", len(sts))
+	if len(jobs) > 0 {
+		r.background.Add(1)
+		go func() {
+			defer r.background.Done()
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
+			defer cancel()
+			outcomes := make([]checkpointOutcome, len(jobs))
+			for i, j := range jobs {
+				outcomes[i] = checkpointOutcome{vpa: j.vpa, encoded: now, err: context.DeadlineExceeded}
+			}
+			r.parallel(cctx, len(jobs), func(i int) {
+				outcomes[i].err = r.writeEncoded(cctx, jobs[i].cps)
+			}, true)
+			r.finishedMu.Lock()
+			r.finished = append(r.finished, outcomes...)
+			r.finishedMu.Unlock()
+		}()
 	}
 	if now.Sub(r.lastGC) >= r.cfg.CheckpointsGCInterval {
 		r.lastGC = now
 		r.collectCheckpoints(ctx)
 	}
 }
+
+// byScheduleKey returns the state of the VPA a schedule key names.
+func (r *Recommender) byScheduleKey(k string) (*vpaState, bool) {
+	ns, name, ok := strings.Cut(k, "/")
+	if !ok {
+		return nil, false
+	}
+	st, ok := r.vpas[types.NamespacedName{Namespace: ns, Name: name}]
+	return st, ok
+}
+
+// applyCheckpointOutcomes records the background writes that finished since
+// the last loop in the schedule.
+func (r *Recommender) applyCheckpointOutcomes(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	r.finishedMu.Lock()
+	done := r.finished
+	r.finished = nil
+	r.finishedMu.Unlock()
+	n := 0
+	for _, o := range done {
+		delete(r.inflight, o.vpa)
+		if o.err != nil {
+			logger.Error(o.err, "Cannot write checkpoints", "vpa", o.vpa)
+			continue
+		}
+		n++
+		if _, tracked := r.schedule.Next(o.vpa); tracked {
+			r.schedule.Written(o.vpa, o.encoded)
+		}
+	}
+	if len(done) > 0 {
+		logger.V(3).Info("Wrote checkpoints", "vpas", n, "attempted", len(done))
+	}
+}
+
+// WaitCheckpointWrites blocks until the background checkpoint writes started
+// so far have finished. The next loop applies their outcomes.
+func (r *Recommender) WaitCheckpointWrites() { r.background.Wait() }
 
 // collectCheckpoints deletes checkpoints whose VPA no longer exists, and
 // checkpoints of this recommender's VPAs for containers whose history expired.
