@@ -72,22 +72,27 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // computes its patch like Admit, appending it to dst. A pod that cannot be
 // decoded gives a *DecodeError.
 func (h *Handler) AdmitJSON(ctx context.Context, raw []byte, namespace string, dst []byte) (Result, error) {
-	return h.admitJSON(ctx, raw, false, namespace, dst)
+	return h.admitJSON(ctx, raw, false, namespace, nil, dst)
 }
 
 // AdmitRequest is AdmitJSON for the pod of a review decoded by
 // review.Decoder (or review.FromAdmissionReview), whose JSON has been
 // validated with the review and is not validated again.
 func (h *Handler) AdmitRequest(ctx context.Context, req *review.Request, dst []byte) (Result, error) {
-	return h.admitJSON(ctx, req.Object, true, string(req.Namespace), dst)
+	return h.admitJSON(ctx, req.Object, true, "", req.Namespace, dst)
 }
 
-func (h *Handler) admitJSON(ctx context.Context, raw []byte, valid bool, namespace string, dst []byte) (Result, error) {
+// admitJSON takes the request's namespace as a string or, to be converted
+// only when the pod does not name its own, as bytes.
+func (h *Handler) admitJSON(ctx context.Context, raw []byte, valid bool, namespace string, namespaceBytes []byte, dst []byte) (Result, error) {
 	st := h.state()
 	defer h.states.Put(st)
 	pod, err := st.dec.decodeChecked(raw, valid)
 	if err != nil {
 		return Result{}, &DecodeError{Err: err}
+	}
+	if pod.Namespace == "" && namespace == "" {
+		namespace = string(namespaceBytes)
 	}
 	return h.admit(ctx, pod, namespace, dst, &st.scratch)
 }

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -335,6 +336,33 @@ func TestAdmit(t *testing.T) {
 			}
 			if err != nil && !strings.Contains(err.Error(), "web-%") {
 				t.Errorf("error %q does not name the pod by generateName", err)
+			}
+		})
+	}
+}
+
+type namespaceFinder struct{ seen *string }
+
+func (f namespaceFinder) ControllingVPA(_ context.Context, p *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+	*f.seen = p.Namespace
+	return nil, nil
+}
+
+// TestAdmitRequestNamespace checks that a pod without metadata.namespace
+// takes the review's namespace, and that a pod's own one is kept.
+func TestAdmitRequestNamespace(t *testing.T) {
+	for name, tc := range map[string]struct{ object, want string }{
+		"from the review": {object: `{"metadata":{"generateName":"web-"},"spec":{"containers":[{"name":"a"}]}}`, want: "review-ns"},
+		"the pod's own":   {object: `{"metadata":{"namespace":"pod-ns"},"spec":{"containers":[{"name":"a"}]}}`, want: "pod-ns"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var seen string
+			h := NewHandler(namespaceFinder{&seen}, fakeLimits{})
+			if _, err := h.AdmitRequest(context.Background(), &review.Request{Namespace: []byte("review-ns"), Object: []byte(tc.object)}, nil); err != nil {
+				t.Fatal(err)
+			}
+			if seen != tc.want {
+				t.Errorf("namespace %q, want %q", seen, tc.want)
 			}
 		})
 	}
