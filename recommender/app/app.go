@@ -91,6 +91,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	for _, w := range o.Warnings() {
 		logger.Info("Warning: " + w)
 	}
+	if defaultGC(os.Getenv) {
+		logger.V(1).Info("GOGC is not set; the garbage collector targets the recommender's default heap growth", "gcPercent", DefaultGCPercent)
+	}
 	cfg, err := o.Client.RESTConfig()
 	if err != nil {
 		return err

@@ -107,19 +107,26 @@ func (h *Histogram) AddSample(value, weight float64) {
 	h.add(h.opts.FindBucket(value), weight)
 }
 
-// add adds weight ≥ 0 to bucket b.
+// add adds weight ≥ 0 to bucket b. The common case, a bucket inside the
+// window and inside [min, max], is small enough to be inlined.
 func (h *Histogram) add(b int, weight float64) {
-	var p *float64
-	if i := b - int(h.lo); uint(i) < uint(len(h.w)) {
-		p = &h.w[i]
-	} else {
-		p = h.slot(b)
+	i := b - int(h.lo)
+	if uint(i) >= uint(len(h.w)) || b < int(h.min) || b > int(h.max) {
+		h.addOutside(b, weight)
+		return
 	}
+	h.w[i] += weight
+	h.total += weight
+}
+
+// addOutside is add for a bucket outside the window or outside [min, max]:
+// the window grows to cover it, and min and max move to it once it holds at
+// least epsilon.
+func (h *Histogram) addOutside(b int, weight float64) {
+	p := h.slot(b)
 	*p += weight
 	h.total += weight
-	// Only a bucket outside [min, max] can move them; testing that first
-	// keeps the just-stored weight off the common path.
-	if (b < int(h.min) || b > int(h.max)) && *p >= h.opts.epsilon {
+	if *p >= h.opts.epsilon {
 		h.min = int32(min(b, int(h.min)))
 		h.max = int32(max(b, int(h.max)))
 	}
