@@ -192,12 +192,12 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 
 	// The first write is due within a minute of the first loop. Each
 	// RunOnce returns even though the write it queues cannot finish.
-	for i := 0; i < 3 && len(h.rec.inflight) == 0; i++ {
+	for i := 0; i < 3 && len(h.rec.checkpointInflight) == 0; i++ {
 		h.rec.RunOnce(ctx)
 		h.clk.Step(time.Minute)
 	}
-	if len(h.rec.inflight) != 1 {
-		t.Fatalf("in-flight VPAs = %v, want ns/web", h.rec.inflight)
+	if len(h.rec.checkpointInflight) != 1 {
+		t.Fatalf("in-flight VPAs = %v, want ns/web", h.rec.checkpointInflight)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for store.started.Load() == 0 && time.Now().Before(deadline) {
@@ -212,7 +212,7 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	h.rec.RunOnce(ctx)
 	store.fail.Store(true)
 	close(store.gate)
-	h.rec.WaitCheckpointWrites()
+	h.rec.WaitWrites()
 	if n := store.started.Swap(0); n != 1 {
 		t.Fatalf("%d writes of ns/web ran, want 1: a VPA in flight was queued again", n)
 	}
@@ -223,7 +223,7 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	// The next loop retries at once, and succeeds.
 	store.fail.Store(false)
 	h.rec.RunOnce(ctx)
-	h.rec.WaitCheckpointWrites()
+	h.rec.WaitWrites()
 	if n := store.started.Swap(0); n != 1 {
 		t.Fatalf("after a failed write the next loop ran %d writes, want 1 (retry)", n)
 	}
@@ -233,7 +233,7 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 
 	// The next loop, at the same time, has nothing due.
 	h.rec.RunOnce(ctx)
-	h.rec.WaitCheckpointWrites()
+	h.rec.WaitWrites()
 	if n := store.started.Load(); n != 0 {
 		t.Fatalf("a successful write was repeated by the next loop (%d writes)", n)
 	}

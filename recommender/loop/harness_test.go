@@ -191,7 +191,7 @@ func (h *harness) sync() {
 // lister.
 func (h *harness) loop() {
 	h.rec.RunOnce(context.Background())
-	h.rec.WaitCheckpointWrites()
+	h.rec.WaitWrites()
 	h.sync()
 	h.clk.Step(h.cfg.Interval)
 }

@@ -141,22 +141,12 @@ type Recommender struct {
 	lastGC   time.Time
 	lastAggr time.Time
 
-	// Checkpoint writes run in the background (see maintainCheckpoints):
-	// inflight holds the VPAs whose writes are queued or running (loop
-	// goroutine only), background counts the running batches, and finished
-	// collects their outcomes for the next loop to apply.
-	inflight   map[string]struct{}
-	background sync.WaitGroup
-	finishedMu sync.Mutex
-	finished   []checkpointOutcome
-}
-
-// checkpointOutcome is the result of the background write of one VPA's
-// checkpoints, encoded at the given time.
-type checkpointOutcome struct {
-	vpa     string
-	encoded time.Time
-	err     error
+	// Status and checkpoint writes run in the background (see updateVPAs
+	// and maintainCheckpoints). The in-flight sets hold the VPAs whose writes
+	// are queued or running, so that a VPA is never written twice at once.
+	bg                 background
+	statusInflight     map[types.NamespacedName]struct{}
+	checkpointInflight map[string]struct{}
 }
 
 // New returns a Recommender.
@@ -177,12 +167,13 @@ func New(cfg Config, deps Deps) *Recommender {
 		deps.OOMs = func() []input.OOM { return nil }
 	}
 	return &Recommender{
-		cfg:      cfg,
-		deps:     deps,
-		vpas:     map[types.NamespacedName]*vpaState{},
-		pods:     map[types.NamespacedName]podInfo{},
-		schedule: checkpoint.NewSchedule(cfg.CheckpointsWriteInterval),
-		inflight: map[string]struct{}{},
+		cfg:                cfg,
+		deps:               deps,
+		vpas:               map[types.NamespacedName]*vpaState{},
+		pods:               map[types.NamespacedName]podInfo{},
+		schedule:           checkpoint.NewSchedule(cfg.CheckpointsWriteInterval),
+		statusInflight:     map[types.NamespacedName]struct{}{},
+		checkpointInflight: map[string]struct{}{},
 	}
 }
 
@@ -262,13 +253,13 @@ func (r *Recommender) state(v *vpav1.VerticalPodAutoscaler) *vpaState {
 // restore checkpoints (call Restore first) nor write them at the end (call
 // WriteAllCheckpoints).
 //
-// Run returns only after the background checkpoint writes it started have
-// stopped (they end with ctx), so that a final WriteAllCheckpoints cannot be
+// Run returns only after the background writes it started have stopped
+// (they end with ctx), so that a final WriteAllCheckpoints cannot be
 // overtaken by an older write.
 func (r *Recommender) Run(ctx context.Context) error {
 	t := r.deps.Clock.NewTicker(r.cfg.Interval)
 	defer t.Stop()
-	defer r.WaitCheckpointWrites()
+	defer r.WaitWrites()
 	for {
 		r.RunOnce(ctx)
 		select {
@@ -290,6 +281,7 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	begin := r.deps.Clock.Now()
 	t := begin
+	r.bg.apply()
 	r.loadVPAs(ctx)
 	t = r.timed(StepLoadVPAs, t)
 	r.loadPods(ctx)
@@ -551,11 +543,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
 	fetching := r.deps.FetchingHistory != nil && r.deps.FetchingHistory()
-	type job struct {
-		st     *vpaState
-		status vpav1.VerticalPodAutoscalerStatus
-	}
-	var jobs []job
+	var jobs []statusJob
 	counts := map[objectCountKey]int{}
 	for _, st := range r.vpas {
 		res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
@@ -579,33 +567,74 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			matches:     fmt.Sprint(st.podCount > 0),
 			unsupported: fmt.Sprint(st.unsupported != ""),
 		}]++
+		if _, busy := r.statusInflight[st.key]; busy {
+			continue // the previous write is still running; the next loop decides
+		}
 		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
-			jobs = append(jobs, job{st: st, status: status})
+			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status})
 		}
 	}
 	r.deps.Prom.VPAObjects.Reset()
 	for k, n := range counts {
 		r.deps.Prom.VPAObjects.WithLabelValues(k.mode, k.hasRec, "v1", k.matches, k.unsupported).Set(float64(n))
 	}
-	r.parallel(ctx, len(jobs), func(i int) {
-		j := jobs[i]
-		updated, err := r.deps.Status.WriteStatus(ctx, j.st.obj, j.status)
-		r.deps.Prom.write("status", err)
-		if err != nil {
-			logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.st.obj))
-			return
-		}
-		j.st.written = now
-		j.st.patchedOver = j.st.obj.ResourceVersion
-		j.st.patched = updated
-		j.st.obj = updated
-	}, false)
+	r.writeStatuses(ctx, jobs, now)
 	n := 0
 	for _, st := range r.vpas {
 		n += len(st.aggregates)
 	}
 	r.deps.Prom.AggregateStates.Set(float64(n))
 	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs))
+}
+
+// statusJob is the write of one VPA's status.
+type statusJob struct {
+	key    types.NamespacedName
+	obj    *vpav1.VerticalPodAutoscaler
+	status vpav1.VerticalPodAutoscalerStatus
+}
+
+// writeStatuses writes statuses in the background on the update workers: a
+// loop's length does not depend on the API server's write throughput, so
+// samples keep being taken every interval however many VPAs change at once
+// (every VPA's first recommendation, for instance, at QPS 50 is 40 s of
+// writes for 2,000 VPAs). The next loop applies each outcome: the written
+// object stands in for the informer's copy until the informer has it. A VPA
+// whose write is still running is not written again until it finishes.
+func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now time.Time) {
+	if len(jobs) == 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	for _, j := range jobs {
+		r.statusInflight[j.key] = struct{}{}
+	}
+	r.bg.run(func() {
+		updated := make([]*vpav1.VerticalPodAutoscaler, len(jobs))
+		r.parallel(ctx, len(jobs), func(i int) {
+			j := jobs[i]
+			u, err := r.deps.Status.WriteStatus(ctx, j.obj, j.status)
+			r.deps.Prom.write("status", err)
+			if err != nil {
+				logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.obj))
+				return
+			}
+			updated[i] = u
+		}, false)
+		r.bg.finished(func() {
+			for i, j := range jobs {
+				delete(r.statusInflight, j.key)
+				st, ok := r.vpas[j.key]
+				if !ok || updated[i] == nil {
+					continue
+				}
+				st.written = now
+				st.patchedOver = j.obj.ResourceVersion
+				st.patched = updated[i]
+				st.obj = updated[i]
+			}
+		})
+	})
 }
 
 // parallel runs f(0..n-1) on the configured number of workers. With
@@ -695,7 +724,6 @@ func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now ti
 func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
-	r.applyCheckpointOutcomes(ctx)
 	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
 		return // history still loading: checkpoints would save a partial view
 	}
@@ -705,7 +733,7 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 	}
 	var jobs []job
 	for _, k := range r.schedule.Due(now) {
-		if _, busy := r.inflight[k]; busy {
+		if _, busy := r.checkpointInflight[k]; busy {
 			continue
 		}
 		st, ok := r.byScheduleKey(k)
@@ -720,26 +748,36 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		if len(cps) == 0 {
 			continue
 		}
-		r.inflight[k] = struct{}{}
+		r.checkpointInflight[k] = struct{}{}
 		jobs = append(jobs, job{vpa: k, cps: cps})
 	}
 	if len(jobs) > 0 {
-		r.background.Add(1)
-		go func() {
-			defer r.background.Done()
+		r.bg.run(func() {
 			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
 			defer cancel()
-			outcomes := make([]checkpointOutcome, len(jobs))
-			for i, j := range jobs {
-				outcomes[i] = checkpointOutcome{vpa: j.vpa, encoded: now, err: context.DeadlineExceeded}
+			errs := make([]error, len(jobs))
+			for i := range errs {
+				errs[i] = context.DeadlineExceeded // not reached before the deadline
 			}
 			r.parallel(cctx, len(jobs), func(i int) {
-				outcomes[i].err = r.writeEncoded(cctx, jobs[i].cps)
+				errs[i] = r.writeEncoded(cctx, jobs[i].cps)
 			}, true)
-			r.finishedMu.Lock()
-			r.finished = append(r.finished, outcomes...)
-			r.finishedMu.Unlock()
-		}()
+			r.bg.finished(func() {
+				n := 0
+				for i, j := range jobs {
+					delete(r.checkpointInflight, j.vpa)
+					if errs[i] != nil {
+						logger.Error(errs[i], "Cannot write checkpoints", "vpa", j.vpa)
+						continue // still due: the next loop retries
+					}
+					n++
+					if _, tracked := r.schedule.Next(j.vpa); tracked {
+						r.schedule.Written(j.vpa, now)
+					}
+				}
+				logger.V(3).Info("Wrote checkpoints", "vpas", n, "attempted", len(jobs))
+			})
+		})
 	}
 	if now.Sub(r.lastGC) >= r.cfg.CheckpointsGCInterval {
 		r.lastGC = now
@@ -757,34 +795,9 @@ func (r *Recommender) byScheduleKey(k string) (*vpaState, bool) {
 	return st, ok
 }
 
-// applyCheckpointOutcomes records the background writes that finished since
-// the last loop in the schedule.
-func (r *Recommender) applyCheckpointOutcomes(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	r.finishedMu.Lock()
-	done := r.finished
-	r.finished = nil
-	r.finishedMu.Unlock()
-	n := 0
-	for _, o := range done {
-		delete(r.inflight, o.vpa)
-		if o.err != nil {
-			logger.Error(o.err, "Cannot write checkpoints", "vpa", o.vpa)
-			continue
-		}
-		n++
-		if _, tracked := r.schedule.Next(o.vpa); tracked {
-			r.schedule.Written(o.vpa, o.encoded)
-		}
-	}
-	if len(done) > 0 {
-		logger.V(3).Info("Wrote checkpoints", "vpas", n, "attempted", len(done))
-	}
-}
-
-// WaitCheckpointWrites blocks until the background checkpoint writes started
-// so far have finished. The next loop applies their outcomes.
-func (r *Recommender) WaitCheckpointWrites() { r.background.Wait() }
+// WaitWrites blocks until the background status and checkpoint writes
+// started so far have finished. The next loop applies their outcomes.
+func (r *Recommender) WaitWrites() { r.bg.wait() }
 
 // collectCheckpoints deletes checkpoints whose VPA no longer exists, and
 // checkpoints of this recommender's VPAs for containers whose history expired.
