@@ -346,9 +346,9 @@ type results struct {
 	// as many successful status writes as there are VPAs: every VPA has its
 	// first recommendation (writes run in the background, past the loop).
 	allWritten time.Duration
-	loops   []loopResult
-	peakRSS float64
-	logPath string
+	loops      []loopResult
+	peakRSS    float64
+	logPath    string
 }
 
 var steps = []string{"LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs", "MaintainCheckpoints", "GarbageCollect", "total"}

@@ -61,7 +61,7 @@ func (a *AggregateState) SetConfig(cfg *Config) error {
 // w is t as a wallTime.
 func (a *AggregateState) addCPU(t time.Time, w wallTime, m ResourceAmount) {
 	value := CoresFromCPUAmount(m)
-	weight := MinSampleWeight * a.CPU.decayFactor(t)
+	weight := MinSampleWeight * a.CPU.decayFactorAt(t, w)
 	h := &a.CPU.h
 	b, ok := h.opts.index.find(value)
 	if !ok {

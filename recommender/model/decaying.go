@@ -118,12 +118,17 @@ func (d *DecayingHistogram) shiftReference(t time.Time) {
 }
 
 // decayFactor returns 2^((t − reference)/halfLife), first moving the
-// reference when t is more than MaxDecayExponent half-lives after it. The
-// test below is the common case, a sample less than 2^32 s after the
-// reference, written to be inlined into the per-sample path.
+// reference when t is more than MaxDecayExponent half-lives after it.
 func (d *DecayingHistogram) decayFactor(t time.Time) float64 {
-	if s := t.Unix() - d.refUnix; s >= 0 && s < maxFastSeconds {
-		since := time.Duration(s)*time.Second + time.Duration(int32(t.Nanosecond())-d.refNano)
+	return d.decayFactorAt(t, wallOf(t))
+}
+
+// decayFactorAt is decayFactor for t, given as w too. Its test is the common
+// case, a sample less than 2^32 s after the reference, computed from the
+// reference's cached Unix time rather than with time.Time.Sub.
+func (d *DecayingHistogram) decayFactorAt(t time.Time, w wallTime) float64 {
+	if s := w.sec - d.refUnix; s >= 0 && s < maxFastSeconds {
+		since := time.Duration(s)*time.Second + time.Duration(w.nsec-int(d.refNano))
 		if since <= time.Duration(int64(d.halfLife)*MaxDecayExponent) {
 			return exp2(float64(since) / float64(d.halfLife))
 		}
