@@ -16,9 +16,6 @@ import (
 func TestForPodSharedMatchesForPod(t *testing.T) {
 	requestsOnly := ptr(vpav1.ContainerControlledValuesRequestsOnly)
 	cpuOnly := &[]corev1.ResourceName{corev1.ResourceCPU}
-	vpa := func(p *vpav1.PodResourcePolicy, r *vpav1.RecommendedPodResources) *vpav1.VerticalPodAutoscaler {
-		return &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{ResourcePolicy: p}, Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: r}}
-	}
 	tests := map[string]struct {
 		pod *corev1.Pod
 		vpa *vpav1.VerticalPodAutoscaler
@@ -26,43 +23,43 @@ func TestForPodSharedMatchesForPod(t *testing.T) {
 	}{
 		"nothing capped": {
 			pod: pod(container("a", rl("100m", "100Mi"), rl("200m", "300Mi"))),
-			vpa: vpa(nil, recs(target("a", rl("250m", "200Mi")))),
+			vpa: vpaWith(nil, recs(target("a", rl("250m", "200Mi")))),
 		},
 		"min and max allowed": {
 			pod: pod(container("a", nil, nil), container("b", nil, nil)),
-			vpa: vpa(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: rl("50m", ""), MaxAllowed: rl("", "1Gi")}),
+			vpa: vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: rl("50m", ""), MaxAllowed: rl("", "1Gi")}),
 				recs(target("a", rl("10m", "10Gi")), target("b", rl("10m", "10Gi")))),
 		},
 		"controlled resources": {
 			pod: pod(container("a", rl("100m", "100Mi"), nil)),
-			vpa: vpa(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", ControlledResources: cpuOnly}), recs(target("a", rl("250m", "200Mi")))),
+			vpa: vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", ControlledResources: cpuOnly}), recs(target("a", rl("250m", "200Mi")))),
 		},
 		"RequestsOnly capped to the limit": {
 			pod: pod(container("a", rl("100m", ""), rl("300m", ""))),
-			vpa: vpa(policy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly}), recs(target("a", rl("1", "")))),
+			vpa: vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly}), recs(target("a", rl("1", "")))),
 		},
 		"container LimitRange": {
 			pod: pod(container("a", nil, nil), container("b", rl("100m", ""), rl("200m", ""))),
-			vpa: vpa(nil, recs(target("a", rl("1m", "1Mi")), target("b", rl("5", "")))),
+			vpa: vpaWith(nil, recs(target("a", rl("1m", "1Mi")), target("b", rl("5", "")))),
 			lr:  LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("10m", "4Mi"), Max: rl("2", ""), Default: rl("500m", "")}},
 		},
 		"pod LimitRange max": {
 			pod: pod(container("a", rl("1", ""), rl("2", "")), container("b", rl("1", ""), rl("2", ""))),
-			vpa: vpa(nil, recs(target("a", rl("1", "")), target("b", rl("1", "")))),
+			vpa: vpaWith(nil, recs(target("a", rl("1", "")), target("b", rl("1", "")))),
 			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 		},
 		"pod LimitRange min": {
 			pod: pod(container("a", rl("", "100Mi"), rl("", "100Mi")), container("b", rl("", "100Mi"), rl("", "100Mi"))),
-			vpa: vpa(nil, recs(target("a", rl("", "10Mi")), target("b", rl("", "30Mi")))),
+			vpa: vpaWith(nil, recs(target("a", rl("", "10Mi")), target("b", rl("", "30Mi")))),
 			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
 		},
 		"empty resource name": {
 			pod: pod(container("a", nil, nil)),
-			vpa: vpa(nil, recs(target("a", corev1.ResourceList{"": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}))),
+			vpa: vpaWith(nil, recs(target("a", corev1.ResourceList{"": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("1")}))),
 		},
 		"container listed twice": {
 			pod: pod(container("a", nil, nil), container("a", rl("1", ""), nil)),
-			vpa: vpa(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: rl("500m", "")}), recs(target("a", rl("2", "")))),
+			vpa: vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: rl("500m", "")}), recs(target("a", rl("2", "")))),
 		},
 	}
 	for name, tc := range tests {

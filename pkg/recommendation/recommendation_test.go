@@ -287,11 +287,13 @@ func TestCapBounds(t *testing.T) {
 	}
 }
 
+// vpaWith returns a VPA with the given resource policy and recommendation.
+func vpaWith(p *vpav1.PodResourcePolicy, r *vpav1.RecommendedPodResources) *vpav1.VerticalPodAutoscaler {
+	return &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{ResourcePolicy: p}, Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: r}}
+}
+
 func TestForPod(t *testing.T) {
 	requestsOnly := ptr(vpav1.ContainerControlledValuesRequestsOnly)
-	vpa := func(p *vpav1.PodResourcePolicy, r *vpav1.RecommendedPodResources) *vpav1.VerticalPodAutoscaler {
-		return &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{ResourcePolicy: p}, Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: r}}
-	}
 	tests := map[string]struct {
 		pod  *corev1.Pod
 		vpa  *vpav1.VerticalPodAutoscaler
@@ -300,33 +302,33 @@ func TestForPod(t *testing.T) {
 	}{
 		"proportional limits": {
 			pod:  pod(container("a", rl("100m", "100Mi"), rl("200m", "300Mi"))),
-			vpa:  vpa(nil, recs(target("a", rl("250m", "200Mi")))),
+			vpa:  vpaWith(nil, recs(target("a", rl("250m", "200Mi")))),
 			want: []ContainerResources{{Requests: rl("250m", "200Mi"), Limits: rl("500m", "600Mi")}},
 		},
 		"no limits stay unlimited": {
 			pod:  pod(container("a", rl("100m", ""), nil)),
-			vpa:  vpa(nil, recs(target("a", rl("250m", "200Mi")))),
+			vpa:  vpaWith(nil, recs(target("a", rl("250m", "200Mi")))),
 			want: []ContainerResources{{Requests: rl("250m", "200Mi")}},
 		},
 		"LimitRange default stands in for a missing limit": {
 			pod:  pod(container("a", rl("100m", ""), nil)),
-			vpa:  vpa(nil, recs(target("a", rl("200m", "")))),
+			vpa:  vpaWith(nil, recs(target("a", rl("200m", "")))),
 			lr:   LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("300m", "")}},
 			want: []ContainerResources{{Requests: rl("200m", ""), Limits: rl("600m", "")}},
 		},
 		"RequestsOnly never sets limits": {
 			pod:  pod(container("a", rl("100m", ""), rl("1", ""))),
-			vpa:  vpa(policy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly}), recs(target("a", rl("200m", "")))),
+			vpa:  vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly}), recs(target("a", rl("200m", "")))),
 			want: []ContainerResources{{Requests: rl("200m", "")}},
 		},
 		"containers without a recommendation get nothing": {
 			pod:  pod(container("a", nil, nil), container("b", nil, nil)),
-			vpa:  vpa(nil, recs(target("b", rl("1", "")))),
+			vpa:  vpaWith(nil, recs(target("b", rl("1", "")))),
 			want: []ContainerResources{{}, {Requests: rl("1", "")}},
 		},
 		"no recommendation": {
 			pod:  pod(container("a", nil, nil)),
-			vpa:  vpa(nil, nil),
+			vpa:  vpaWith(nil, nil),
 			want: []ContainerResources{{}},
 		},
 	}

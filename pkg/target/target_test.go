@@ -403,3 +403,10 @@ func TestTrimWorkload(t *testing.T) {
 		})
 	}
 }
+
+func TestStripManagedFields(t *testing.T) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	if _, err := StripManagedFields(p); err != nil || p.ManagedFields != nil {
+		t.Errorf("managedFields kept: %v %v", p.ManagedFields, err)
+	}
+}

@@ -25,17 +25,6 @@ const (
 	PodResync     = time.Hour
 )
 
-// StripManagedFields is an informer transform that drops managedFields, which
-// the recommender never reads, to save memory.
-func StripManagedFields(obj any) (any, error) {
-	if acc, ok := obj.(metav1.ObjectMetaAccessor); ok {
-		if m := acc.GetObjectMeta(); m != nil {
-			m.SetManagedFields(nil)
-		}
-	}
-	return obj, nil
-}
-
 // TrimPod is the pod informer's transform: it keeps what the recommender
 // reads (identity, labels, owner references, container names and requests,
 // phase, and the container statuses the OOM observer compares) and drops the
@@ -45,20 +34,11 @@ func StripManagedFields(obj any) (any, error) {
 func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
-		return StripManagedFields(obj)
+		return target.StripManagedFields(obj)
 	}
 	out := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:              p.Name,
-			Namespace:         p.Namespace,
-			UID:               p.UID,
-			ResourceVersion:   p.ResourceVersion,
-			CreationTimestamp: p.CreationTimestamp,
-			DeletionTimestamp: p.DeletionTimestamp,
-			Labels:            p.Labels,
-			OwnerReferences:   p.OwnerReferences,
-		},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
+		ObjectMeta: target.TrimObjectMeta(&p.ObjectMeta),
+		Status:     corev1.PodStatus{Phase: p.Status.Phase},
 	}
 	out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
 	for i, c := range p.Spec.Containers {
@@ -123,7 +103,7 @@ type Informers struct {
 // NewInformers builds the factories scoped to namespace ("" for all). The OOM
 // observer, if not nil, is registered on the pod and event informers.
 func NewInformers(kube kubernetes.Interface, vpa versioned.Interface, namespace string, oom *OOMObserver) (*Informers, error) {
-	strip := informers.WithTransform(StripManagedFields)
+	strip := informers.WithTransform(target.StripManagedFields)
 	ns := informers.WithNamespace(namespace)
 	in := &Informers{
 		Kube: informers.NewSharedInformerFactoryWithOptions(kube, DefaultResync, ns, informers.WithTransform(target.TrimWorkload)),
@@ -139,7 +119,7 @@ func NewInformers(kube kubernetes.Interface, vpa versioned.Interface, namespace 
 				).String()
 			})),
 		VPA: vpainformers.NewSharedInformerFactoryWithOptions(vpa, DefaultResync,
-			vpainformers.WithNamespace(namespace), vpainformers.WithTransform(StripManagedFields)),
+			vpainformers.WithNamespace(namespace), vpainformers.WithTransform(target.StripManagedFields)),
 	}
 	podInformer := in.Pods.Core().V1().Pods()
 	in.PodLister = podInformer.Lister()

@@ -140,13 +140,6 @@ func TestObserverDropsWhenFull(t *testing.T) {
 	}
 }
 
-func TestStripManagedFields(t *testing.T) {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
-	if _, err := StripManagedFields(p); err != nil || p.ManagedFields != nil {
-		t.Errorf("managedFields kept: %v %v", p.ManagedFields, err)
-	}
-}
-
 func TestTrimPod(t *testing.T) {
 	res := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
 	withLimits := res

@@ -156,21 +156,36 @@ func TestCheckpointGC(t *testing.T) {
 	}
 }
 
-// gatedStore is a CheckpointStore whose writes wait until the test closes
-// the gate, and fail while fail is set.
+// gate holds writes until the test closes it, counting those that started.
+type gate struct {
+	open    chan struct{}
+	started atomic.Int32
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+// pass counts a write and waits for the gate to open or ctx to end.
+func (g *gate) pass(ctx context.Context) error {
+	g.started.Add(1)
+	select {
+	case <-g.open:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// gatedStore is a CheckpointStore whose writes wait at a gate, and fail
+// while fail is set.
 type gatedStore struct {
 	CheckpointStore
-	gate    chan struct{}
-	started atomic.Int32
-	fail    atomic.Bool
+	*gate
+	fail atomic.Bool
 }
 
 func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.VerticalPodAutoscalerCheckpointStatus) error {
-	g.started.Add(1)
-	select {
-	case <-g.gate:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := g.pass(ctx); err != nil {
+		return err
 	}
 	if g.fail.Load() {
 		return errors.New("apiserver unavailable")
@@ -184,7 +199,7 @@ func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.Vertic
 // moves the VPA's next write a whole interval on.
 func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
-	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client), gate: make(chan struct{})}
+	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client), gate: newGate()}
 	h.rec.deps.Checkpoints = store
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
@@ -211,7 +226,7 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	h.clk.Step(time.Minute)
 	h.rec.RunOnce(ctx)
 	store.fail.Store(true)
-	close(store.gate)
+	close(store.open)
 	h.rec.WaitWrites()
 	if n := store.started.Swap(0); n != 1 {
 		t.Fatalf("%d writes of ns/web ran, want 1: a VPA in flight was queued again", n)

@@ -3,7 +3,6 @@ package loop
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,20 +252,15 @@ func TestOOMBumpsMemory(t *testing.T) {
 	}
 }
 
-// gatedStatus is a StatusWriter whose writes wait until the test closes the
-// gate.
+// gatedStatus is a StatusWriter whose writes wait at a gate.
 type gatedStatus struct {
 	StatusWriter
-	gate    chan struct{}
-	started atomic.Int32
+	*gate
 }
 
 func (g *gatedStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
-	g.started.Add(1)
-	select {
-	case <-g.gate:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err := g.pass(ctx); err != nil {
+		return nil, err
 	}
 	return g.StatusWriter.WriteStatus(ctx, v, s)
 }
@@ -278,7 +272,7 @@ func (g *gatedStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutos
 // does not write it again.
 func TestStatusWritesDoNotHoldTheLoop(t *testing.T) {
 	h := newHarness(t, nil)
-	w := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: make(chan struct{})}
+	w := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
 	h.rec.deps.Status = w
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
@@ -291,7 +285,7 @@ func TestStatusWritesDoNotHoldTheLoop(t *testing.T) {
 	h.clk.Step(time.Minute)
 	h.rec.RunOnce(ctx)
 	h.clk.Step(time.Minute)
-	close(w.gate)
+	close(w.open)
 	h.rec.WaitWrites()
 	if n := w.started.Swap(0); n != 1 {
 		t.Fatalf("%d status writes ran, want 1: a VPA with a write in flight was written again", n)

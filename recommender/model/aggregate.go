@@ -65,7 +65,7 @@ func (a *AggregateState) addCPU(t time.Time, w wallTime, m ResourceAmount) {
 	h := &a.CPU.h
 	b, ok := h.opts.index.find(value)
 	if !ok {
-		b = h.opts.FindBucket(value)
+		b = h.opts.findBucketOutsideIndex(value)
 	}
 	h.add(b, weight)
 	if wallOf(a.LastSampleStart).before(w) {

@@ -27,11 +27,9 @@ type DecayingHistogram struct {
 	h         Histogram
 	halfLife  time.Duration
 	reference time.Time
-	// refUnix and refNano are reference's Unix seconds and nanoseconds,
-	// kept so that a sample's distance from the reference costs two
-	// subtractions rather than time.Time.Sub.
-	refUnix int64
-	refNano int32
+	// ref is reference as a wallTime, kept so that a sample's distance from
+	// the reference costs two subtractions rather than time.Time.Sub.
+	ref wallTime
 }
 
 // NewDecayingHistogram returns an empty decaying histogram with the given
@@ -44,7 +42,7 @@ func NewDecayingHistogram(opts *HistogramOptions, halfLife time.Duration) Decayi
 
 // setReference sets the reference timestamp without rescaling.
 func (d *DecayingHistogram) setReference(t time.Time) {
-	d.reference, d.refUnix, d.refNano = t, t.Unix(), int32(t.Nanosecond())
+	d.reference, d.ref = t, wallOf(t)
 }
 
 // HalfLife returns the decay half-life.
@@ -127,8 +125,8 @@ func (d *DecayingHistogram) decayFactor(t time.Time) float64 {
 // case, a sample less than 2^32 s after the reference, computed from the
 // reference's cached Unix time rather than with time.Time.Sub.
 func (d *DecayingHistogram) decayFactorAt(t time.Time, w wallTime) float64 {
-	if s := w.sec - d.refUnix; s >= 0 && s < maxFastSeconds {
-		since := time.Duration(s)*time.Second + time.Duration(w.nsec-int(d.refNano))
+	if s := w.sec - d.ref.sec; s >= 0 && s < maxFastSeconds {
+		since := time.Duration(s)*time.Second + time.Duration(w.nsec-d.ref.nsec)
 		if since <= time.Duration(int64(d.halfLife)*MaxDecayExponent) {
 			return exp2(float64(since) / float64(d.halfLife))
 		}

@@ -110,6 +110,12 @@ func (o *HistogramOptions) FindBucket(value float64) int {
 	if b, ok := o.index.find(value); ok {
 		return b
 	}
+	return o.findBucketOutsideIndex(value)
+}
+
+// findBucketOutsideIndex is FindBucket for a value the index does not
+// answer for.
+func (o *HistogramOptions) findBucketOutsideIndex(value float64) int {
 	if !(value >= o.first) {
 		return 0
 	}

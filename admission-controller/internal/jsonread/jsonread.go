@@ -137,17 +137,8 @@ func (r *Reader) Object(field string, f func(key []byte) error) error {
 		if err := f(key); err != nil {
 			return err
 		}
-		r.ws()
-		if r.Pos >= len(r.Data) {
-			return ErrTruncated
-		}
-		c := r.Data[r.Pos]
-		r.Pos++
-		if c == '}' {
-			return nil
-		}
-		if c != ',' {
-			return fmt.Errorf("invalid character %q after object member", c)
+		if end, err := r.next('}', "object member"); end || err != nil {
+			return err
 		}
 		r.ws()
 	}
@@ -169,19 +160,28 @@ func (r *Reader) Array(field string, f func(i int) error) error {
 		if err := f(i); err != nil {
 			return err
 		}
-		r.ws()
-		if r.Pos >= len(r.Data) {
-			return ErrTruncated
-		}
-		c := r.Data[r.Pos]
-		r.Pos++
-		if c == ']' {
-			return nil
-		}
-		if c != ',' {
-			return fmt.Errorf("invalid character %q after array element", c)
+		if end, err := r.next(']', "array element"); end || err != nil {
+			return err
 		}
 	}
+}
+
+// next consumes what follows a member or element: the closing byte (end is
+// true) or a comma.
+func (r *Reader) next(closing byte, after string) (end bool, err error) {
+	r.ws()
+	if r.Pos >= len(r.Data) {
+		return false, ErrTruncated
+	}
+	c := r.Data[r.Pos]
+	r.Pos++
+	switch c {
+	case closing:
+		return true, nil
+	case ',':
+		return false, nil
+	}
+	return false, fmt.Errorf("invalid character %q after %s", c, after)
 }
 
 // Str reads a string and returns its unescaped bytes (invalid UTF-8
