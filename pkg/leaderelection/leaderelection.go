@@ -1,5 +1,15 @@
 // Package leaderelection runs a component's work under a Lease so only one
 // replica acts at a time, with upstream VPA's flag names and defaults.
+//
+// It speaks to coordination.k8s.io/v1 Leases through a small REST client of
+// its own (NewLeaseClient) instead of client-go's leader election, whose
+// packages link the typed clientsets, every built-in API group and the
+// informers into the binary. The election follows client-go's LeaderElector
+// with ReleaseOnCancel: candidates poll every RetryPeriod, a lease counts as
+// held until its record has not changed for LeaseDuration by the candidate's
+// own clock, the leader renews every RetryPeriod and gives up when it cannot
+// renew within RenewDeadline, and a leader that stops on purpose empties the
+// lease so another replica takes over at once.
 package leaderelection
 
 import (
@@ -11,11 +21,22 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 )
+
+// LeasesResourceLock is the only supported --leader-elect-resource-lock.
+const LeasesResourceLock = "leases"
+
+// jitterFactor spreads the candidates' acquisition attempts over up to
+// 1.2 extra retry periods, as client-go does.
+const jitterFactor = 1.2
 
 // ErrLeaseLost is returned by Run when the component stops being the leader
 // before its context is cancelled.
@@ -39,7 +60,7 @@ func NewOptions(leaseName string) Options {
 		LeaseDuration:     15 * time.Second,
 		RenewDeadline:     10 * time.Second,
 		RetryPeriod:       2 * time.Second,
-		ResourceLock:      resourcelock.LeasesResourceLock,
+		ResourceLock:      LeasesResourceLock,
 		ResourceName:      leaseName,
 		ResourceNamespace: "kube-system",
 	}
@@ -61,8 +82,8 @@ func (o *Options) Validate() error {
 	if !o.LeaderElect {
 		return nil
 	}
-	if o.ResourceLock != resourcelock.LeasesResourceLock {
-		return fmt.Errorf("--leader-elect-resource-lock must be %q, got %q", resourcelock.LeasesResourceLock, o.ResourceLock)
+	if o.ResourceLock != LeasesResourceLock {
+		return fmt.Errorf("--leader-elect-resource-lock must be %q, got %q", LeasesResourceLock, o.ResourceLock)
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
 		return fmt.Errorf("--leader-elect-renew-deadline (%v) must be less than --leader-elect-lease-duration (%v)", o.RenewDeadline, o.LeaseDuration)
@@ -73,75 +94,337 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// Run calls run directly when leader election is off. Otherwise it waits for
-// the lease and calls run, in the caller's goroutine, with a context that is
-// cancelled when the lease is lost; the lease is released once run returns or
-// ctx is cancelled. Run returns only after run has returned: run's error, or
-// ErrLeaseLost when leadership ended while ctx was still live.
-func Run(ctx context.Context, o Options, client kubernetes.Interface, run func(context.Context) error) error {
+// Run calls run directly when leader election is off (leases may then be
+// nil). Otherwise it waits for the lease and calls run, in the caller's
+// goroutine, with a context that is cancelled when ctx is or when the lease is
+// lost. The lease stays renewed while run finishes after ctx was cancelled and
+// is released once run has returned. Run returns only after run has returned:
+// run's error, or ErrLeaseLost when leadership ended while ctx was still live.
+func Run(ctx context.Context, o Options, leases LeaseClient, run func(context.Context) error) error {
 	if !o.LeaderElect {
 		return run(ctx)
 	}
-	logger := klog.FromContext(ctx)
+	if leases == nil {
+		return errors.New("leader election is on but no lease client was given")
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		return fmt.Errorf("reading the hostname for the leader election identity: %w", err)
 	}
-	id := host + "_" + uuid.NewString()
-	lock, err := resourcelock.New(o.ResourceLock, o.ResourceNamespace, o.ResourceName,
-		client.CoreV1(), client.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: id})
-	if err != nil {
-		return fmt.Errorf("creating the leader election lock: %w", err)
-	}
+	return newElector(o, leases, clock.RealClock{}, host+"_"+uuid.NewString()).run(ctx, run)
+}
 
-	leading := make(chan context.Context, 1)
-	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		LeaseDuration:   o.LeaseDuration,
-		RenewDeadline:   o.RenewDeadline,
-		RetryPeriod:     o.RetryPeriod,
-		ReleaseOnCancel: true,
-		Name:            o.ResourceName,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leaderCtx context.Context) {
-				logger.Info("Acquired the leader lease", "lease", klog.KRef(o.ResourceNamespace, o.ResourceName), "identity", id)
-				leading <- leaderCtx
-			},
-			OnStoppedLeading: func() {
-				logger.Info("Stopped leading", "lease", klog.KRef(o.ResourceNamespace, o.ResourceName), "identity", id)
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("configuring leader election: %w", err)
-	}
+// elector is one candidate. Its fields are used by one goroutine at a time:
+// the caller's while acquiring and releasing, the renewing goroutine while
+// leading.
+type elector struct {
+	o      Options
+	leases LeaseClient
+	clock  clock.WithTicker
+	id     string
 
-	electCtx, stopElecting := context.WithCancel(ctx)
-	defer stopElecting()
-	electorDone := make(chan struct{})
+	// lease is the last version of the Lease read or written, the base of
+	// the next optimistic update.
+	lease *coordinationv1.Lease
+	// observed is the last lease spec seen and observedAt the local time it
+	// was first seen; a holder counts as live until observedAt+LeaseDuration.
+	observed   coordinationv1.LeaseSpec
+	observedAt time.Time
+	haveSeen   bool
+}
+
+func newElector(o Options, leases LeaseClient, clk clock.WithTicker, id string) *elector {
+	return &elector{o: o, leases: leases, clock: clk, id: id}
+}
+
+func (e *elector) leaseRef() klog.ObjectRef {
+	return klog.KRef(e.o.ResourceNamespace, e.o.ResourceName)
+}
+
+func (e *elector) run(ctx context.Context, run func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	if !e.acquire(ctx) {
+		return nil
+	}
+	logger.Info("Acquired the leader lease", "lease", e.leaseRef(), "identity", e.id)
+
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	// Renewal outlives ctx: run may still be writing its last state after
+	// ctx is cancelled and no other replica may start meanwhile.
+	renewCtx, stopRenewing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRenewing()
+	lost := false
+	renewed := make(chan struct{})
 	go func() {
-		defer close(electorDone)
-		le.Run(electCtx)
+		defer close(renewed)
+		lost = !e.renew(renewCtx)
+		if lost {
+			cancelRun()
+		}
 	}()
 
-	select {
-	case leaderCtx := <-leading:
-		runErr := run(leaderCtx)
-		lost := leaderCtx.Err() != nil && ctx.Err() == nil
-		stopElecting()
-		<-electorDone
-		switch {
-		case runErr != nil:
-			return runErr
-		case lost:
-			return ErrLeaseLost
-		default:
-			return nil
-		}
-	case <-electorDone:
-		if ctx.Err() != nil {
-			return nil
-		}
-		return ErrLeaseLost
+	runErr := run(runCtx)
+	stopRenewing()
+	<-renewed
+	if !lost {
+		e.release(ctx)
 	}
+	logger.Info("Stopped leading", "lease", e.leaseRef(), "identity", e.id)
+	switch {
+	case runErr != nil:
+		return runErr
+	case lost && ctx.Err() == nil:
+		return ErrLeaseLost
+	default:
+		return nil
+	}
+}
+
+// acquire tries to take the lease every RetryPeriod, jittered, until it
+// succeeds (true) or ctx is cancelled (false).
+func (e *elector) acquire(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Waiting for the leader lease", "lease", e.leaseRef(), "identity", e.id)
+	for ctx.Err() == nil {
+		attemptCtx, cancel := context.WithTimeout(ctx, e.o.RenewDeadline)
+		got := e.tryAcquireOrRenew(attemptCtx)
+		cancel()
+		if got == acquired {
+			return true
+		}
+		if !e.sleep(ctx, wait.Jitter(e.o.RetryPeriod, jitterFactor)) {
+			return false
+		}
+	}
+	return false
+}
+
+// renew keeps the lease while ctx is live. Each round retries every
+// RetryPeriod until the lease is written, for at most RenewDeadline; it
+// returns false when a round fails or another candidate holds the lease, and
+// true when ctx is cancelled.
+func (e *elector) renew(ctx context.Context) bool {
+	logger := klog.FromContext(ctx)
+	for {
+		if !e.sleep(ctx, e.o.RetryPeriod) {
+			return true
+		}
+		switch e.renewRound(ctx) {
+		case acquired:
+			logger.V(5).Info("Renewed the leader lease", "lease", e.leaseRef())
+		case heldByOther:
+			logger.Info("The leader lease was taken by another candidate", "lease", e.leaseRef(), "identity", e.id, "holder", ptr.Deref(e.observed.HolderIdentity, ""))
+			return false
+		default:
+			if ctx.Err() != nil {
+				return true
+			}
+			logger.Info("Could not renew the leader lease in time", "lease", e.leaseRef(), "identity", e.id, "renewDeadline", e.o.RenewDeadline)
+			return false
+		}
+	}
+}
+
+func (e *elector) renewRound(ctx context.Context) outcome {
+	deadline := e.clock.Now().Add(e.o.RenewDeadline)
+	for {
+		left := deadline.Sub(e.clock.Now())
+		if left <= 0 {
+			return failed
+		}
+		attemptCtx, cancel := context.WithTimeout(ctx, left)
+		got := e.tryAcquireOrRenew(attemptCtx)
+		cancel()
+		if got != failed {
+			return got
+		}
+		if !e.sleep(ctx, min(e.o.RetryPeriod, deadline.Sub(e.clock.Now()))) {
+			return failed
+		}
+	}
+}
+
+// sleep waits for d or until ctx is cancelled; it reports whether ctx is
+// still live.
+func (e *elector) sleep(ctx context.Context, d time.Duration) bool {
+	t := e.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return ctx.Err() == nil
+	}
+}
+
+type outcome int
+
+const (
+	failed outcome = iota
+	heldByOther
+	acquired
+)
+
+// tryAcquireOrRenew writes the lease with this candidate as holder if it
+// already holds it, if nobody does, or if the holder has not renewed for
+// LeaseDuration.
+func (e *elector) tryAcquireOrRenew(ctx context.Context) outcome {
+	logger := klog.FromContext(ctx)
+	now := e.clock.Now()
+
+	// The leader first updates the version it wrote last, saving a read.
+	if e.lease != nil && e.holdsObserved() && e.live(now) {
+		next := e.lease.DeepCopy()
+		next.Spec = e.spec(now, e.observed.AcquireTime, ptr.Deref(e.observed.LeaseTransitions, 0))
+		updated, err := e.leases.Update(ctx, next)
+		if err == nil && updated != nil {
+			e.remember(updated, now)
+			return acquired
+		}
+		logger.V(4).Info("Optimistic lease renewal failed, reading the lease", "lease", e.leaseRef(), "err", err)
+	}
+
+	current, err := e.leases.Get(ctx, e.o.ResourceNamespace, e.o.ResourceName)
+	switch {
+	case apierrors.IsNotFound(err):
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: e.o.ResourceNamespace, Name: e.o.ResourceName},
+			Spec:       e.spec(now, nil, 0),
+		}
+		created, err := e.leases.Create(ctx, lease)
+		if err != nil || created == nil {
+			logger.V(2).Info("Could not create the leader lease", "lease", e.leaseRef(), "err", err)
+			return failed
+		}
+		e.remember(created, now)
+		return acquired
+	case err != nil:
+		logger.V(2).Info("Could not read the leader lease", "lease", e.leaseRef(), "err", err)
+		return failed
+	case current == nil:
+		logger.V(2).Info("Reading the leader lease returned nothing", "lease", e.leaseRef())
+		return failed
+	}
+
+	e.observe(current, now)
+	holder := ptr.Deref(current.Spec.HolderIdentity, "")
+	if holder != "" && holder != e.id && e.live(now) {
+		logger.V(4).Info("The leader lease is held by another candidate", "lease", e.leaseRef(), "holder", holder)
+		return heldByOther
+	}
+	next := current.DeepCopy()
+	transitions := ptr.Deref(current.Spec.LeaseTransitions, 0)
+	if holder == e.id {
+		next.Spec = e.spec(now, current.Spec.AcquireTime, transitions)
+	} else {
+		next.Spec = e.spec(now, nil, transitions+1)
+	}
+	updated, err := e.leases.Update(ctx, next)
+	if err != nil || updated == nil {
+		logger.V(2).Info("Could not write the leader lease", "lease", e.leaseRef(), "err", err)
+		return failed
+	}
+	e.remember(updated, now)
+	return acquired
+}
+
+// spec is the lease held by this candidate as of now; acquired nil means
+// it is taken now.
+func (e *elector) spec(now time.Time, acquired *metav1.MicroTime, transitions int32) coordinationv1.LeaseSpec {
+	t := metav1.NewMicroTime(now)
+	if acquired == nil {
+		acquired = &t
+	}
+	return coordinationv1.LeaseSpec{
+		HolderIdentity:       ptr.To(e.id),
+		LeaseDurationSeconds: ptr.To(leaseSeconds(e.o.LeaseDuration)),
+		AcquireTime:          acquired.DeepCopy(),
+		RenewTime:            &t,
+		LeaseTransitions:     ptr.To(transitions),
+	}
+}
+
+// leaseSeconds rounds d up to whole seconds, at least one (the API server
+// rejects zero).
+func leaseSeconds(d time.Duration) int32 {
+	s := (d + time.Second - 1) / time.Second
+	if s < 1 {
+		return 1
+	}
+	if s > 1<<31-1 {
+		return 1<<31 - 1
+	}
+	return int32(s)
+}
+
+// observe records a lease read from the server. A spec unchanged since the
+// last read keeps its first-seen time, so a holder that stopped renewing
+// expires after LeaseDuration of this candidate's clock, whatever times the
+// lease itself states.
+func (e *elector) observe(lease *coordinationv1.Lease, now time.Time) {
+	e.lease = lease
+	if e.haveSeen && apiequality.Semantic.DeepEqual(e.observed, lease.Spec) {
+		return
+	}
+	e.observed = *lease.Spec.DeepCopy()
+	e.observedAt = now
+	e.haveSeen = true
+}
+
+// remember records a lease this candidate wrote; now is when the write began.
+func (e *elector) remember(lease *coordinationv1.Lease, now time.Time) {
+	e.lease = lease
+	e.observed = *lease.Spec.DeepCopy()
+	e.observedAt = now
+	e.haveSeen = true
+}
+
+func (e *elector) holdsObserved() bool {
+	return e.haveSeen && ptr.Deref(e.observed.HolderIdentity, "") == e.id
+}
+
+func (e *elector) live(now time.Time) bool {
+	return e.haveSeen && now.Before(e.observedAt.Add(e.o.LeaseDuration))
+}
+
+// release empties the lease if this candidate still holds it, so another
+// replica takes over without waiting for it to expire. It runs after ctx may
+// have been cancelled, so it uses a context of its own bounded by
+// RenewDeadline.
+func (e *elector) release(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.o.RenewDeadline)
+	defer cancel()
+	for releaseCtx.Err() == nil {
+		current, err := e.leases.Get(releaseCtx, e.o.ResourceNamespace, e.o.ResourceName)
+		if err != nil || current == nil {
+			logger.Error(err, "Could not read the leader lease to release it", "lease", e.leaseRef())
+			return
+		}
+		if holder := ptr.Deref(current.Spec.HolderIdentity, ""); holder != e.id {
+			logger.Info("Not releasing the leader lease: another candidate holds it", "lease", e.leaseRef(), "holder", holder)
+			return
+		}
+		now := metav1.NewMicroTime(e.clock.Now())
+		next := current.DeepCopy()
+		next.Spec = coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(""),
+			LeaseDurationSeconds: ptr.To[int32](1),
+			AcquireTime:          &now,
+			RenewTime:            now.DeepCopy(),
+			LeaseTransitions:     ptr.To(ptr.Deref(current.Spec.LeaseTransitions, 0)),
+		}
+		_, err = e.leases.Update(releaseCtx, next)
+		if err == nil {
+			logger.V(2).Info("Released the leader lease", "lease", e.leaseRef(), "identity", e.id)
+			return
+		}
+		if !apierrors.IsConflict(err) {
+			logger.Error(err, "Could not release the leader lease", "lease", e.leaseRef())
+			return
+		}
+		// A renewal that timed out on our side may have landed; read again.
+	}
+	logger.Error(releaseCtx.Err(), "Could not release the leader lease in time", "lease", e.leaseRef())
 }

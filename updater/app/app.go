@@ -189,7 +189,12 @@ func Run(ctx context.Context, o *options.Options) error {
 	}()
 	runErr := make(chan error, 1)
 	go func() {
-		runErr <- leaderelection.Run(ctx, o.LeaderElection, kube, func(ctx context.Context) error {
+		leases, err := leaderelection.NewLeaseClient(restConfig)
+		if err != nil {
+			runErr <- err
+			return
+		}
+		runErr <- leaderelection.Run(ctx, o.LeaderElection, leases, func(ctx context.Context) error {
 			coreFactory.Start(ctx.Done())
 			podFactory.Start(ctx.Done())
 			vpaFactory.Start(ctx.Done())
