@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates deepcopy functions and the clientset, listers, informers and
-# apply configurations of apis/ with k8s.io/code-generator's kube_codegen.sh.
+# Regenerates deepcopy functions and the clientset, listers and informers of
+# apis/ with k8s.io/code-generator's kube_codegen.sh (no apply configurations:
+# nothing applies VPAs, and they would link client-go's discovery and every API
+# group into each binary).
 # The code-generator version is pinned in hack/tools/go.mod.
 set -euo pipefail
 
@@ -19,7 +21,6 @@ kube::codegen::gen_helpers \
 
 kube::codegen::gen_client \
   --with-watch \
-  --with-applyconfig \
   --output-dir "$OUTPUT_ROOT/apis/generated" \
   --output-pkg "$MODULE/apis/generated" \
   --boilerplate "$ROOT/hack/boilerplate.go.txt" \

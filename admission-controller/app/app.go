@@ -37,6 +37,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 )
 
 // Main parses args and runs the admission controller until ctx ends.
@@ -113,7 +114,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err := vpaInformer.AddIndexers(cache.Indexers{pod.TargetRefIndex: pod.TargetRefIndexFunc}); err != nil {
 		return err
 	}
-	resolver, err := target.NewForConfig(restConfig, kube.Discovery(), kubeFactory, target.Options{})
+	resolver, err := target.NewForConfig(restConfig, targetinformers.Listers(kubeFactory), target.Options{})
 	if err != nil {
 		return err
 	}

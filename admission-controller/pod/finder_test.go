@@ -15,6 +15,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 )
 
 // TestFinderSelectorCacheFollowsTargets checks that a cached selector is
@@ -24,7 +25,7 @@ func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	resolver := target.NewResolver(factory, nil, nil, target.Options{})
+	resolver := target.NewResolver(targetinformers.Listers(factory), nil, target.Options{})
 	vpas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{TargetRefIndex: TargetRefIndexFunc})
 	finder := NewFinder(vpas, resolver, nil)
 	if err := CacheWellKnownSelectors(finder, factory); err != nil {

@@ -63,6 +63,7 @@ type config struct {
 	extraArgs    string
 	setupTimeout time.Duration
 	keep         bool
+	reuse        bool
 	logDir       string
 	heapProfile  string
 }
@@ -99,6 +100,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.heapProfile, "heap-profile", "", "after the last loop, save the recommender's heap profile here (runs it with --profiling)")
 	fs.DurationVar(&c.setupTimeout, "setup-timeout", 20*time.Minute, "deadline for the pods to run and report metrics")
 	fs.BoolVar(&c.keep, "keep", false, "keep the namespace at the end")
+	fs.BoolVar(&c.reuse, "reuse", false, "reuse the workloads of an existing namespace kept by --keep (its checkpoints are deleted first, so the recommender starts without history); implies --keep")
 	fs.StringVar(&c.logDir, "log-dir", filepath.Join("_output", "scale-test"), "folder for the recommender's log")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,6 +108,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if c.deployments < 1 || c.replicas < 1 || c.loops < 1 {
 		return errors.New("--deployments, --replicas and --loops must be positive")
 	}
+	setupStart := time.Now()
 	if c.qps <= 0 {
 		return errors.New("--kube-api-qps must be positive")
 	}
@@ -134,26 +137,33 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	logf("creating namespace %s with %d Deployments of %d pods and a VPA each", c.namespace, c.deployments, c.replicas)
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("namespace %s exists: delete it or pass another --namespace", c.namespace)
+	if c.reuse {
+		c.keep = true
+		logf("reusing the workloads of namespace %s; deleting its checkpoints", c.namespace)
+		if err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(c.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+			return fmt.Errorf("deleting the checkpoints of %s: %w", c.namespace, err)
 		}
-		return fmt.Errorf("creating namespace: %w", err)
-	}
-	if !c.keep {
-		defer func() {
-			logf("deleting namespace %s (in the background on the server)", c.namespace)
-			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-			defer cancel()
-			if err := kube.CoreV1().Namespaces().Delete(dctx, c.namespace, metav1.DeleteOptions{}); err != nil {
-				logf("deleting namespace: %v", err)
+	} else {
+		logf("creating namespace %s with %d Deployments of %d pods and a VPA each", c.namespace, c.deployments, c.replicas)
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}, metav1.CreateOptions{}); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("namespace %s exists: delete it, pass --reuse or pass another --namespace", c.namespace)
 			}
-		}()
-	}
-	setupStart := time.Now()
-	if err := createWorkloads(ctx, kube, vpas, c); err != nil {
-		return err
+			return fmt.Errorf("creating namespace: %w", err)
+		}
+		if !c.keep {
+			defer func() {
+				logf("deleting namespace %s (in the background on the server)", c.namespace)
+				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				if err := kube.CoreV1().Namespaces().Delete(dctx, c.namespace, metav1.DeleteOptions{}); err != nil {
+					logf("deleting namespace: %v", err)
+				}
+			}()
+		}
+		if err := createWorkloads(ctx, kube, vpas, c); err != nil {
+			return err
+		}
 	}
 	sctx, cancel := context.WithTimeout(ctx, c.setupTimeout)
 	defer cancel()

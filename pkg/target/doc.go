@@ -4,14 +4,18 @@
 //
 // # Resolving targets
 //
-// A Resolver is built once per component from a shared core informer factory
-// (for the well-known controllers), a scale client and a RESTMapper (for every
-// other kind):
+// A Resolver is built once per component from listers of the well-known
+// controllers (Listers, usually served by informers that keep only what
+// TrimWorkload keeps) and a ScaleGetter for every other kind:
 //
-//	factory := informers.NewSharedInformerFactoryWithOptions(kube, resync, informers.WithNamespace(ns))
-//	r, err := target.NewForConfig(restConfig, kube.Discovery(), factory, target.Options{})
-//	factory.Start(ctx.Done())          // after NewForConfig: it registers the informers it needs
-//	factory.WaitForCacheSync(ctx.Done())
+//	r, err := target.NewForConfig(restConfig, listers, target.Options{})
+//
+// The updater and the admission controller take their Listers from client-go's
+// shared informer factory (package targetinformers); the recommender builds
+// lean informers of its own. ScaleClient, the ScaleGetter NewForConfig uses,
+// finds a kind's resource and scale subresource from the API server's
+// discovery documents and reads the subresource as JSON, so this package links
+// neither client-go's discovery client nor its all-groups scheme.
 //
 // The well-known kinds (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
 // CronJob, ReplicationController, and Node as an owner) are read from the

@@ -10,20 +10,13 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/informers"
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/scale"
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -67,6 +60,18 @@ type Options struct {
 	Clock clock.PassiveClock
 }
 
+// Listers read the well-known controller kinds, typically from informers
+// whose objects were trimmed by TrimWorkload.
+type Listers struct {
+	Deployments            appslisters.DeploymentLister
+	ReplicaSets            appslisters.ReplicaSetLister
+	StatefulSets           appslisters.StatefulSetLister
+	DaemonSets             appslisters.DaemonSetLister
+	Jobs                   batchlisters.JobLister
+	CronJobs               batchlisters.CronJobLister
+	ReplicationControllers corelisters.ReplicationControllerLister
+}
+
 // Resolver reads targetRefs and owner chains. It is safe for concurrent use.
 type Resolver struct {
 	deployments  appslisters.DeploymentLister
@@ -77,13 +82,11 @@ type Resolver struct {
 	cronJobs     batchlisters.CronJobLister
 	rcs          corelisters.ReplicationControllerLister
 
-	scales scale.ScalesGetter
-	mapper meta.RESTMapper
+	scales ScaleGetter
 	opts   Options
 
-	mu        sync.Mutex
-	cache     map[scaleKey]scaleEntry
-	lastReset time.Time
+	mu    sync.Mutex
+	cache map[scaleKey]scaleEntry
 }
 
 type scaleKey struct {
@@ -98,10 +101,9 @@ type scaleEntry struct {
 	fetched time.Time
 }
 
-// NewResolver returns a Resolver reading the well-known kinds from factory
-// (it registers those informers, so start the factory afterwards) and every
-// other kind through scales and mapper.
-func NewResolver(factory informers.SharedInformerFactory, scales scale.ScalesGetter, mapper meta.RESTMapper, opts Options) *Resolver {
+// NewResolver returns a Resolver reading the well-known kinds from listers
+// and every other kind through scales (nil: only the well-known kinds).
+func NewResolver(listers Listers, scales ScaleGetter, opts Options) *Resolver {
 	if opts.ScaleCacheTTL <= 0 {
 		opts.ScaleCacheTTL = time.Minute
 	}
@@ -112,29 +114,26 @@ func NewResolver(factory informers.SharedInformerFactory, scales scale.ScalesGet
 		opts.Clock = clock.RealClock{}
 	}
 	return &Resolver{
-		deployments:  factory.Apps().V1().Deployments().Lister(),
-		replicaSets:  factory.Apps().V1().ReplicaSets().Lister(),
-		statefulSets: factory.Apps().V1().StatefulSets().Lister(),
-		daemonSets:   factory.Apps().V1().DaemonSets().Lister(),
-		jobs:         factory.Batch().V1().Jobs().Lister(),
-		cronJobs:     factory.Batch().V1().CronJobs().Lister(),
-		rcs:          factory.Core().V1().ReplicationControllers().Lister(),
+		deployments:  listers.Deployments,
+		replicaSets:  listers.ReplicaSets,
+		statefulSets: listers.StatefulSets,
+		daemonSets:   listers.DaemonSets,
+		jobs:         listers.Jobs,
+		cronJobs:     listers.CronJobs,
+		rcs:          listers.ReplicationControllers,
 		scales:       scales,
-		mapper:       mapper,
 		opts:         opts,
 		cache:        map[scaleKey]scaleEntry{},
 	}
 }
 
-// NewForConfig builds the discovery-backed RESTMapper and scale client from cfg
-// and returns NewResolver with them.
-func NewForConfig(cfg *rest.Config, disc discovery.DiscoveryInterface, factory informers.SharedInformerFactory, opts Options) (*Resolver, error) {
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
-	scales, err := scale.NewForConfig(cfg, mapper, dynamic.LegacyAPIPathResolverFunc, scale.NewDiscoveryScaleKindResolver(disc))
+// NewForConfig returns NewResolver with a ScaleClient over cfg.
+func NewForConfig(cfg *rest.Config, listers Listers, opts Options) (*Resolver, error) {
+	scales, err := NewScaleClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building scale client: %w", err)
 	}
-	return NewResolver(factory, scales, mapper, opts), nil
+	return NewResolver(listers, scales, opts), nil
 }
 
 // Selector returns the label selector of the VPA's targetRef.
@@ -350,45 +349,10 @@ func (r *Resolver) getScale(ctx context.Context, ref Ref) (*autoscalingv1.Scale,
 }
 
 func (r *Resolver) fetchScale(ctx context.Context, key scaleKey) (*autoscalingv1.Scale, error) {
-	if r.scales == nil || r.mapper == nil {
+	if r.scales == nil {
 		return nil, fmt.Errorf("kind %s is not well-known and no scale client is configured", key.gk)
 	}
-	mappings, err := r.mapper.RESTMappings(key.gk)
-	if meta.IsNoMatchError(err) && r.resetMapper() {
-		// A kind added after the mapper's last discovery (a new CRD).
-		mappings, err = r.mapper.RESTMappings(key.gk)
-	}
-	if err != nil {
-		return nil, err
-	}
-	var lastErr error = fmt.Errorf("no REST mapping for %s", key.gk)
-	for _, m := range mappings {
-		s, err := r.scales.Scales(key.namespace).Get(ctx, m.Resource.GroupResource(), key.name, metav1.GetOptions{})
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-	}
-	return nil, lastErr
-}
-
-// resetMapper forgets the mapper's discovery data, at most once per
-// ErrorCacheTTL; it reports whether it did.
-func (r *Resolver) resetMapper() bool {
-	rm, ok := r.mapper.(meta.ResettableRESTMapper)
-	if !ok {
-		return false
-	}
-	now := r.opts.Clock.Now()
-	r.mu.Lock()
-	if !r.lastReset.IsZero() && now.Sub(r.lastReset) < r.opts.ErrorCacheTTL {
-		r.mu.Unlock()
-		return false
-	}
-	r.lastReset = now
-	r.mu.Unlock()
-	rm.Reset()
-	return true
+	return r.scales.GetScale(ctx, key.gk, key.namespace, key.name)
 }
 
 // Forget drops cached scale reads, e.g. after an object was deleted.

@@ -19,8 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	fakescale "k8s.io/client-go/scale/fake"
-	core "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -70,14 +68,13 @@ func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
 	t.Helper()
 	client := fake.NewClientset(objects()...)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{fooGVK.GroupVersion()})
-	mapper.Add(fooGVK, meta.RESTScopeNamespace)
 	calls := &atomic.Int32{}
-	scales := &fakescale.FakeScaleClient{}
-	scales.AddReactor("get", "foos", func(a core.Action) (bool, runtime.Object, error) {
+	scales := scaleFunc(func(_ context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error) {
 		calls.Add(1)
-		name := a.(core.GetAction).GetName()
-		s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if gk != fooGVK.GroupKind() {
+			return nil, &meta.NoKindMatchError{GroupKind: gk}
+		}
+		s := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 		switch name {
 		case "roll", "solo":
 			s.Status.Selector = "app=" + name
@@ -86,17 +83,32 @@ func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
 			s.OwnerReferences = owner("example.com/v1", "Foo", "roll")
 		case "empty":
 		default:
-			return true, nil, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "foos"}, name)
+			return nil, apierrors.NewNotFound(schema.GroupResource{Group: "example.com", Resource: "foos"}, name)
 		}
-		return true, s, nil
+		return s, nil
 	})
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	r := NewResolver(factory, scales, mapper, Options{Clock: clk})
+	r := NewResolver(Listers{
+		Deployments:            factory.Apps().V1().Deployments().Lister(),
+		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
+		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
+		DaemonSets:             factory.Apps().V1().DaemonSets().Lister(),
+		Jobs:                   factory.Batch().V1().Jobs().Lister(),
+		CronJobs:               factory.Batch().V1().CronJobs().Lister(),
+		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
+	}, scales, Options{Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	return env{r: r, scaleCalls: calls, clock: clk}
+}
+
+// scaleFunc is a ScaleGetter.
+type scaleFunc func(ctx context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error)
+
+func (f scaleFunc) GetScale(ctx context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error) {
+	return f(ctx, gk, namespace, name)
 }
 
 func vpa(name, apiVersion, kind, target string) *vpav1.VerticalPodAutoscaler {

@@ -10,15 +10,15 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/utils/clock"
 
-	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -98,15 +98,19 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(kubeclient.Protobuf(cfg))
-	if err != nil {
-		return err
-	}
-	vpaClient, err := versioned.NewForConfig(cfg)
+	clients, err := input.NewClients(cfg)
 	if err != nil {
 		return err
 	}
 	metrics, err := metricsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	leases, err := leaderelection.NewLeaseClient(cfg)
+	if err != nil {
+		return err
+	}
+	disc, err := kubeclient.NewDiscovery(cfg)
 	if err != nil {
 		return err
 	}
@@ -137,7 +141,7 @@ func Run(ctx context.Context, o *options.Options) error {
 				}
 				return nil
 			}},
-			{Name: "crds", Func: crdCheck(kube)},
+			{Name: "crds", Func: crdCheck(disc)},
 		},
 	}
 
@@ -149,11 +153,11 @@ func Run(ctx context.Context, o *options.Options) error {
 		return nil
 	})
 	g.Go(func() error {
-		return leaderelection.Run(gctx, o.LeaderElection, kube, func(lctx context.Context) error {
+		return leaderelection.Run(gctx, o.LeaderElection, leases, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, kube, vpaClient, metrics, est, prom, loopHealth, &ready, clk)
+			return lead(lctx, gctx, o, clients, metrics, disc, est, prom, loopHealth, &ready, clk)
 		})
 	})
 	err = g.Wait()
@@ -164,31 +168,24 @@ func Run(ctx context.Context, o *options.Options) error {
 }
 
 // lead runs the recommender while this replica holds the lease.
-func lead(ctx, root context.Context, o *options.Options, kube kubernetes.Interface, vpaClient versioned.Interface,
-	metrics metricsclient.Interface, est estimator.Estimator, prom *loop.Metrics, lh *healthserver.LoopHealth,
+func lead(ctx, root context.Context, o *options.Options, clients input.Clients, metrics metricsclient.MetricsV1beta1Interface,
+	disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics, lh *healthserver.LoopHealth,
 	ready *atomic.Bool, clk clock.WithTicker) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	watchNS := nsFilter.WatchNamespace()
 	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(kube, vpaClient, watchNS, oom)
+	inf, err := input.NewInformers(clients, watchNS, oom)
 	if err != nil {
 		return err
 	}
-	restCfg, err := o.Client.RESTConfig()
-	if err != nil {
-		return err
-	}
-	resolver, err := target.NewForConfig(restCfg, kube.Discovery(), inf.Kube, target.Options{})
-	if err != nil {
-		return err
-	}
+	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
 	inf.Start(ctx)
 	logger.Info("Waiting for informer caches")
 	if err := inf.WaitForSync(ctx); err != nil {
 		return err
 	}
-	store := checkpoint.NewStore(vpaClient)
+	store := checkpoint.NewStore(clients.VPA)
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
 		Namespaces:               nsFilter,
@@ -206,7 +203,7 @@ func lead(ctx, root context.Context, o *options.Options, kube kubernetes.Interfa
 		Metrics:     input.NewMetricsServer(metrics, watchNS),
 		OOMs:        oom.Drain,
 		Checkpoints: store,
-		Status:      loop.APIStatusWriter{Client: vpaClient},
+		Status:      loop.APIStatusWriter{Client: clients.VPA},
 		Estimator:   est,
 		Clock:       clk,
 		Prom:        prom,
@@ -237,17 +234,22 @@ func lead(ctx, root context.Context, o *options.Options, kube kubernetes.Interfa
 	return nil
 }
 
+// crdCheckTimeout bounds the readiness probe's discovery request.
+const crdCheckTimeout = 5 * time.Second
+
 // crdCheck reports whether the API server serves both kinds, through
 // discovery (no extra RBAC needed).
-func crdCheck(kube kubernetes.Interface) func() error {
+func crdCheck(disc *kubeclient.Discovery) func() error {
 	var ok atomic.Bool
 	return func() error {
 		if ok.Load() {
 			return nil
 		}
-		l, err := kube.Discovery().ServerResourcesForGroupVersion("autoscaling.k8s.io/v1")
+		ctx, cancel := context.WithTimeout(context.Background(), crdCheckTimeout)
+		defer cancel()
+		l, err := disc.Resources(ctx, vpav1.SchemeGroupVersion)
 		if err != nil {
-			return fmt.Errorf("discovering autoscaling.k8s.io/v1: %w", err)
+			return fmt.Errorf("discovering %s: %w", vpav1.SchemeGroupVersion, err)
 		}
 		found := map[string]bool{}
 		for _, r := range l.APIResources {

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
@@ -37,18 +37,18 @@ func KeyOf(cp *vpav1.VerticalPodAutoscalerCheckpoint) Key {
 
 // Store reads and writes checkpoints through the API.
 type Store struct {
-	client versioned.Interface
+	client vpaclient.AutoscalingV1Interface
 }
 
 // NewStore returns a Store using client.
-func NewStore(client versioned.Interface) *Store {
+func NewStore(client vpaclient.AutoscalingV1Interface) *Store {
 	return &Store{client: client}
 }
 
 // Write saves status as the checkpoint of k: a JSON patch replacing /status,
 // or a Create when the checkpoint does not exist.
 func (s *Store) Write(ctx context.Context, k Key, status vpav1.VerticalPodAutoscalerCheckpointStatus) error {
-	api := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(k.Namespace)
+	api := s.client.VerticalPodAutoscalerCheckpoints(k.Namespace)
 	name := Name(k.VPA, k.Container)
 	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/status", "value": status}})
 	if err != nil {
@@ -71,7 +71,7 @@ func (s *Store) Write(ctx context.Context, k Key, status vpav1.VerticalPodAutosc
 
 // List returns the checkpoints in namespace ("" for all namespaces).
 func (s *Store) List(ctx context.Context, namespace string) ([]vpav1.VerticalPodAutoscalerCheckpoint, error) {
-	l, err := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(namespace).List(ctx, metav1.ListOptions{})
+	l, err := s.client.VerticalPodAutoscalerCheckpoints(namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing checkpoints: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *Store) List(ctx context.Context, namespace string) ([]vpav1.VerticalPod
 
 // Delete removes a checkpoint object; one already gone is not an error.
 func (s *Store) Delete(ctx context.Context, namespace, name string) error {
-	err := s.client.AutoscalingV1().VerticalPodAutoscalerCheckpoints(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	err := s.client.VerticalPodAutoscalerCheckpoints(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting checkpoint %s/%s: %w", namespace, name, err)
 	}

@@ -5,17 +5,22 @@ import (
 	"errors"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	"k8s.io/apimachinery/pkg/runtime"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	batchlisters "k8s.io/client-go/listers/batch/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
-	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -85,84 +90,116 @@ func trimState(s corev1.ContainerState) corev1.ContainerState {
 	return out
 }
 
-// Informers are the recommender's informer factories and listers.
+// Informers are the recommender's informers and listers. They are built on
+// REST clients for the few built-in kinds the recommender reads
+// (kubeclient.RESTClient) rather than on client-go's shared informer factory,
+// which links every API group's informer, lister and typed client into the
+// binary.
 type Informers struct {
-	// Kube serves the well-known controllers (for pkg/target).
-	Kube informers.SharedInformerFactory
-	// Pods serves pods whose phase is not Pending.
-	Pods informers.SharedInformerFactory
-	// Events serves Evicted events.
-	Events informers.SharedInformerFactory
-	// VPA serves VerticalPodAutoscalers.
-	VPA vpainformers.SharedInformerFactory
+	// Targets lists the well-known controllers (for pkg/target).
+	Targets target.Listers
 
 	PodLister corelisters.PodLister
 	VPALister vpalisters.VerticalPodAutoscalerLister
+
+	all []cache.SharedIndexInformer
 }
 
-// NewInformers builds the factories scoped to namespace ("" for all). The OOM
-// observer, if not nil, is registered on the pod and event informers.
-func NewInformers(kube kubernetes.Interface, vpa versioned.Interface, namespace string, oom *OOMObserver) (*Informers, error) {
-	strip := informers.WithTransform(target.StripManagedFields)
-	ns := informers.WithNamespace(namespace)
-	in := &Informers{
-		Kube: informers.NewSharedInformerFactoryWithOptions(kube, DefaultResync, ns, informers.WithTransform(target.TrimWorkload)),
-		Pods: informers.NewSharedInformerFactoryWithOptions(kube, PodResync, ns, informers.WithTransform(TrimPod),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
-			})),
-		Events: informers.NewSharedInformerFactoryWithOptions(kube, 0, ns, strip,
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.AndSelectors(
-					fields.OneTermEqualSelector("reason", "Evicted"),
-					fields.OneTermEqualSelector("involvedObject.kind", "Pod"),
-				).String()
-			})),
-		VPA: vpainformers.NewSharedInformerFactoryWithOptions(vpa, DefaultResync,
-			vpainformers.WithNamespace(namespace), vpainformers.WithTransform(target.StripManagedFields)),
+// Clients are what NewInformers reads from.
+type Clients struct {
+	Core  rest.Interface // core/v1
+	Apps  rest.Interface // apps/v1
+	Batch rest.Interface // batch/v1
+	VPA   *vpaclient.AutoscalingV1Client
+}
+
+// NewClients builds Clients from cfg: protobuf for the built-in kinds, JSON
+// for the VPA kinds.
+func NewClients(cfg *rest.Config) (Clients, error) {
+	var c Clients
+	var err error
+	if c.Core, err = kubeclient.RESTClient(cfg, corev1.SchemeGroupVersion); err != nil {
+		return c, err
 	}
-	podInformer := in.Pods.Core().V1().Pods()
-	in.PodLister = podInformer.Lister()
-	in.VPALister = in.VPA.Autoscaling().V1().VerticalPodAutoscalers().Lister()
+	if c.Apps, err = kubeclient.RESTClient(cfg, appsv1.SchemeGroupVersion); err != nil {
+		return c, err
+	}
+	if c.Batch, err = kubeclient.RESTClient(cfg, batchv1.SchemeGroupVersion); err != nil {
+		return c, err
+	}
+	c.VPA, err = vpaclient.NewForConfig(cfg)
+	return c, err
+}
+
+// NewInformers builds the informers scoped to namespace ("" for all). The OOM
+// observer, if not nil, is registered on the pod and event informers.
+func NewInformers(c Clients, namespace string, oom *OOMObserver) (*Informers, error) {
+	in := &Informers{}
+	controller := func(client rest.Interface, resource string, obj runtime.Object) cache.Indexer {
+		return in.add(client, resource, namespace, obj, DefaultResync, nil, target.TrimWorkload).GetIndexer()
+	}
+	in.Targets = target.Listers{
+		Deployments:            appslisters.NewDeploymentLister(controller(c.Apps, "deployments", &appsv1.Deployment{})),
+		ReplicaSets:            appslisters.NewReplicaSetLister(controller(c.Apps, "replicasets", &appsv1.ReplicaSet{})),
+		StatefulSets:           appslisters.NewStatefulSetLister(controller(c.Apps, "statefulsets", &appsv1.StatefulSet{})),
+		DaemonSets:             appslisters.NewDaemonSetLister(controller(c.Apps, "daemonsets", &appsv1.DaemonSet{})),
+		Jobs:                   batchlisters.NewJobLister(controller(c.Batch, "jobs", &batchv1.Job{})),
+		CronJobs:               batchlisters.NewCronJobLister(controller(c.Batch, "cronjobs", &batchv1.CronJob{})),
+		ReplicationControllers: corelisters.NewReplicationControllerLister(controller(c.Core, "replicationcontrollers", &corev1.ReplicationController{})),
+	}
+	pods := in.add(c.Core, "pods", namespace, &corev1.Pod{}, PodResync, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
+	}, TrimPod)
+	in.PodLister = corelisters.NewPodLister(pods.GetIndexer())
+	vpas := in.add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, target.StripManagedFields)
+	in.VPALister = vpalisters.NewVerticalPodAutoscalerLister(vpas.GetIndexer())
+	events := in.add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.AndSelectors(
+			fields.OneTermEqualSelector("reason", "Evicted"),
+			fields.OneTermEqualSelector("involvedObject.kind", "Pod"),
+		).String()
+	}, target.StripManagedFields)
 	if oom != nil {
-		if _, err := podInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			UpdateFunc: oom.OnPodUpdate,
-		}); err != nil {
+		if _, err := pods.AddEventHandler(cache.ResourceEventHandlerFuncs{UpdateFunc: oom.OnPodUpdate}); err != nil {
 			return nil, err
 		}
-		if _, err := in.Events.Core().V1().Events().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: oom.OnEvent,
-		}); err != nil {
+		if _, err := events.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: oom.OnEvent}); err != nil {
 			return nil, err
 		}
 	}
 	return in, nil
 }
 
-// Start starts every factory.
-func (in *Informers) Start(ctx context.Context) {
-	in.Kube.Start(ctx.Done())
-	in.Pods.Start(ctx.Done())
-	in.Events.Start(ctx.Done())
-	in.VPA.Start(ctx.Done())
+// add creates an informer over client's resource, indexed by namespace as
+// the listers expect.
+func (in *Informers) add(client rest.Interface, resource, namespace string, obj runtime.Object, resync time.Duration,
+	tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+	if tweak == nil {
+		tweak = func(*metav1.ListOptions) {}
+	}
+	lw := cache.NewFilteredListWatchFromClient(client, resource, namespace, tweak)
+	inf := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if transform != nil {
+		_ = inf.SetTransform(transform) // cannot fail before the informer starts
+	}
+	in.all = append(in.all, inf)
+	return inf
 }
 
-// WaitForSync blocks until every started informer has synced, or ctx ends.
+// Start starts every informer.
+func (in *Informers) Start(ctx context.Context) {
+	for _, inf := range in.all {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// WaitForSync blocks until every informer has synced, or ctx ends.
 func (in *Informers) WaitForSync(ctx context.Context) error {
-	ok := true
-	for _, m := range in.Kube.WaitForCacheSync(ctx.Done()) {
-		ok = ok && m
+	synced := make([]cache.InformerSynced, len(in.all))
+	for i, inf := range in.all {
+		synced[i] = inf.HasSynced
 	}
-	for _, m := range in.Pods.WaitForCacheSync(ctx.Done()) {
-		ok = ok && m
-	}
-	for _, m := range in.Events.WaitForCacheSync(ctx.Done()) {
-		ok = ok && m
-	}
-	for _, m := range in.VPA.WaitForCacheSync(ctx.Done()) {
-		ok = ok && m
-	}
-	if !ok {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
+	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -30,13 +30,13 @@ type MetricsSource interface {
 
 // MetricsServer reads PodMetrics from the metrics.k8s.io API.
 type MetricsServer struct {
-	client    metricsclient.Interface
+	client    metricsclient.MetricsV1beta1Interface
 	namespace string
 }
 
 // NewMetricsServer returns a source listing PodMetrics in namespace ("" for
 // all namespaces).
-func NewMetricsServer(client metricsclient.Interface, namespace string) *MetricsServer {
+func NewMetricsServer(client metricsclient.MetricsV1beta1Interface, namespace string) *MetricsServer {
 	return &MetricsServer{client: client, namespace: namespace}
 }
 
@@ -44,7 +44,7 @@ func NewMetricsServer(client metricsclient.Interface, namespace string) *Metrics
 // containers are not in PodMetrics' container list by name alone, so the
 // caller drops them using the pod spec.
 func (m *MetricsServer) Usage(ctx context.Context) ([]ContainerUsage, error) {
-	l, err := m.client.MetricsV1beta1().PodMetricses(m.namespace).List(ctx, metav1.ListOptions{})
+	l, err := m.client.PodMetricses(m.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("listing pod metrics: %w", err)
 	}

@@ -2,6 +2,7 @@ package input
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,33 +27,36 @@ type OOM struct {
 }
 
 // OOMObserver turns pod status transitions and Evicted events into OOMs.
+// It holds at most OOMBufferSize of them between two loops, like upstream's
+// buffered channel, but allocates only for the OOMs it holds: a channel of
+// that size would keep 0.7 MB for what is nearly always empty.
 type OOMObserver struct {
-	ch chan OOM
+	mu      sync.Mutex
+	pending []OOM
 }
 
-// NewOOMObserver returns an observer with a buffer of OOMBufferSize.
+// NewOOMObserver returns an observer holding up to OOMBufferSize OOMs.
 func NewOOMObserver() *OOMObserver {
-	return &OOMObserver{ch: make(chan OOM, OOMBufferSize)}
+	return &OOMObserver{}
 }
 
 func (o *OOMObserver) send(e OOM) {
-	select {
-	case o.ch <- e:
-	default: // the buffer is full: the loop is far behind; drop, as upstream
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.pending) >= OOMBufferSize {
+		return // the loop is far behind; drop, as upstream
 	}
+	o.pending = append(o.pending, e)
 }
 
-// Drain returns the OOMs observed since the last call, without blocking.
+// Drain returns the OOMs observed since the last call, oldest first, without
+// blocking.
 func (o *OOMObserver) Drain() []OOM {
-	var out []OOM
-	for {
-		select {
-		case e := <-o.ch:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := o.pending
+	o.pending = nil
+	return out
 }
 
 // OnPodUpdate is the pod informer's update handler.

@@ -123,7 +123,7 @@ func TestCheckpointGC(t *testing.T) {
 	if err := h.rec.WriteAllCheckpoints(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	store := checkpoint.NewStore(h.client)
+	store := checkpoint.NewStore(h.client.AutoscalingV1())
 	ctx := context.Background()
 	for _, k := range []checkpoint.Key{
 		{Namespace: "ns", VPA: "theirs", Container: "app"},      // another recommender's VPA: kept
@@ -199,7 +199,7 @@ func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.Vertic
 // moves the VPA's next write a whole interval on.
 func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
-	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client), gate: newGate()}
+	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
 	h.rec.deps.Checkpoints = store
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")

@@ -94,8 +94,8 @@ func (h *harness) newRecommender() *Recommender {
 		Resolver:    fakeResolver{},
 		Metrics:     usageFunc(h.usage),
 		OOMs:        func() []input.OOM { o := h.ooms; h.ooms = nil; return o },
-		Checkpoints: checkpoint.NewStore(h.client),
-		Status:      APIStatusWriter{Client: h.client},
+		Checkpoints: checkpoint.NewStore(h.client.AutoscalingV1()),
+		Status:      APIStatusWriter{Client: h.client.AutoscalingV1()},
 		Estimator:   estimator.NewPercentile(estimator.DefaultConfig()),
 		Clock:       h.clk,
 	})

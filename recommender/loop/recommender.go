@@ -23,7 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -877,7 +877,7 @@ func (r *Recommender) WriteAllCheckpoints(ctx context.Context) error {
 
 // APIStatusWriter writes status with a JSON patch on the status subresource.
 type APIStatusWriter struct {
-	Client versioned.Interface
+	Client vpaclient.AutoscalingV1Interface
 }
 
 // WriteStatus implements StatusWriter.
@@ -886,6 +886,6 @@ func (w APIStatusWriter) WriteStatus(ctx context.Context, vpa *vpav1.VerticalPod
 	if err != nil {
 		return nil, err
 	}
-	return w.Client.AutoscalingV1().VerticalPodAutoscalers(vpa.Namespace).Patch(ctx, vpa.Name, types.JSONPatchType, patch,
+	return w.Client.VerticalPodAutoscalers(vpa.Namespace).Patch(ctx, vpa.Name, types.JSONPatchType, patch,
 		metav1.PatchOptions{FieldManager: checkpoint.FieldManager}, "status")
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 	"github.com/openvpa/openvpa/updater/app/options"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
@@ -90,7 +91,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	ns := o.Namespaces.Filter().WatchNamespace()
 
 	coreFactory := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithNamespace(ns))
-	resolver, err := target.NewForConfig(restConfig, kube.Discovery(), coreFactory, target.Options{})
+	resolver, err := target.NewForConfig(restConfig, targetinformers.Listers(coreFactory), target.Options{})
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,6 @@ import (
 	context "context"
 
 	autoscalingv1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	applyconfigurationautoscalingv1 "github.com/openvpa/openvpa/apis/generated/applyconfiguration/autoscaling/v1"
 	scheme "github.com/openvpa/openvpa/apis/generated/clientset/versioned/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -48,21 +47,18 @@ type VerticalPodAutoscalerInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*autoscalingv1.VerticalPodAutoscalerList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *autoscalingv1.VerticalPodAutoscaler, err error)
-	Apply(ctx context.Context, verticalPodAutoscaler *applyconfigurationautoscalingv1.VerticalPodAutoscalerApplyConfiguration, opts metav1.ApplyOptions) (result *autoscalingv1.VerticalPodAutoscaler, err error)
-	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
-	ApplyStatus(ctx context.Context, verticalPodAutoscaler *applyconfigurationautoscalingv1.VerticalPodAutoscalerApplyConfiguration, opts metav1.ApplyOptions) (result *autoscalingv1.VerticalPodAutoscaler, err error)
 	VerticalPodAutoscalerExpansion
 }
 
 // verticalPodAutoscalers implements VerticalPodAutoscalerInterface
 type verticalPodAutoscalers struct {
-	*gentype.ClientWithListAndApply[*autoscalingv1.VerticalPodAutoscaler, *autoscalingv1.VerticalPodAutoscalerList, *applyconfigurationautoscalingv1.VerticalPodAutoscalerApplyConfiguration]
+	*gentype.ClientWithList[*autoscalingv1.VerticalPodAutoscaler, *autoscalingv1.VerticalPodAutoscalerList]
 }
 
 // newVerticalPodAutoscalers returns a VerticalPodAutoscalers
 func newVerticalPodAutoscalers(c *AutoscalingV1Client, namespace string) *verticalPodAutoscalers {
 	return &verticalPodAutoscalers{
-		gentype.NewClientWithListAndApply[*autoscalingv1.VerticalPodAutoscaler, *autoscalingv1.VerticalPodAutoscalerList, *applyconfigurationautoscalingv1.VerticalPodAutoscalerApplyConfiguration](
+		gentype.NewClientWithList[*autoscalingv1.VerticalPodAutoscaler, *autoscalingv1.VerticalPodAutoscalerList](
 			"verticalpodautoscalers",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -22,7 +22,6 @@ import (
 	context "context"
 
 	autoscalingv1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	applyconfigurationautoscalingv1 "github.com/openvpa/openvpa/apis/generated/applyconfiguration/autoscaling/v1"
 	scheme "github.com/openvpa/openvpa/apis/generated/clientset/versioned/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -46,19 +45,18 @@ type VerticalPodAutoscalerCheckpointInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*autoscalingv1.VerticalPodAutoscalerCheckpointList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (result *autoscalingv1.VerticalPodAutoscalerCheckpoint, err error)
-	Apply(ctx context.Context, verticalPodAutoscalerCheckpoint *applyconfigurationautoscalingv1.VerticalPodAutoscalerCheckpointApplyConfiguration, opts metav1.ApplyOptions) (result *autoscalingv1.VerticalPodAutoscalerCheckpoint, err error)
 	VerticalPodAutoscalerCheckpointExpansion
 }
 
 // verticalPodAutoscalerCheckpoints implements VerticalPodAutoscalerCheckpointInterface
 type verticalPodAutoscalerCheckpoints struct {
-	*gentype.ClientWithListAndApply[*autoscalingv1.VerticalPodAutoscalerCheckpoint, *autoscalingv1.VerticalPodAutoscalerCheckpointList, *applyconfigurationautoscalingv1.VerticalPodAutoscalerCheckpointApplyConfiguration]
+	*gentype.ClientWithList[*autoscalingv1.VerticalPodAutoscalerCheckpoint, *autoscalingv1.VerticalPodAutoscalerCheckpointList]
 }
 
 // newVerticalPodAutoscalerCheckpoints returns a VerticalPodAutoscalerCheckpoints
 func newVerticalPodAutoscalerCheckpoints(c *AutoscalingV1Client, namespace string) *verticalPodAutoscalerCheckpoints {
 	return &verticalPodAutoscalerCheckpoints{
-		gentype.NewClientWithListAndApply[*autoscalingv1.VerticalPodAutoscalerCheckpoint, *autoscalingv1.VerticalPodAutoscalerCheckpointList, *applyconfigurationautoscalingv1.VerticalPodAutoscalerCheckpointApplyConfiguration](
+		gentype.NewClientWithList[*autoscalingv1.VerticalPodAutoscalerCheckpoint, *autoscalingv1.VerticalPodAutoscalerCheckpointList](
 			"verticalpodautoscalercheckpoints",
 			c.RESTClient(),
 			scheme.ParameterCodec,

@@ -20,20 +20,19 @@ package fake
 
 import (
 	v1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/applyconfiguration/autoscaling/v1"
-	typedautoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
+	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeVerticalPodAutoscalers implements VerticalPodAutoscalerInterface
 type fakeVerticalPodAutoscalers struct {
-	*gentype.FakeClientWithListAndApply[*v1.VerticalPodAutoscaler, *v1.VerticalPodAutoscalerList, *autoscalingv1.VerticalPodAutoscalerApplyConfiguration]
+	*gentype.FakeClientWithList[*v1.VerticalPodAutoscaler, *v1.VerticalPodAutoscalerList]
 	Fake *FakeAutoscalingV1
 }
 
-func newFakeVerticalPodAutoscalers(fake *FakeAutoscalingV1, namespace string) typedautoscalingv1.VerticalPodAutoscalerInterface {
+func newFakeVerticalPodAutoscalers(fake *FakeAutoscalingV1, namespace string) autoscalingv1.VerticalPodAutoscalerInterface {
 	return &fakeVerticalPodAutoscalers{
-		gentype.NewFakeClientWithListAndApply[*v1.VerticalPodAutoscaler, *v1.VerticalPodAutoscalerList, *autoscalingv1.VerticalPodAutoscalerApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1.VerticalPodAutoscaler, *v1.VerticalPodAutoscalerList](
 			fake.Fake,
 			namespace,
 			v1.SchemeGroupVersion.WithResource("verticalpodautoscalers"),

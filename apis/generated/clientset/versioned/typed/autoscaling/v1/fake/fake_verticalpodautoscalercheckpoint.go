@@ -20,20 +20,19 @@ package fake
 
 import (
 	v1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/applyconfiguration/autoscaling/v1"
-	typedautoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
+	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeVerticalPodAutoscalerCheckpoints implements VerticalPodAutoscalerCheckpointInterface
 type fakeVerticalPodAutoscalerCheckpoints struct {
-	*gentype.FakeClientWithListAndApply[*v1.VerticalPodAutoscalerCheckpoint, *v1.VerticalPodAutoscalerCheckpointList, *autoscalingv1.VerticalPodAutoscalerCheckpointApplyConfiguration]
+	*gentype.FakeClientWithList[*v1.VerticalPodAutoscalerCheckpoint, *v1.VerticalPodAutoscalerCheckpointList]
 	Fake *FakeAutoscalingV1
 }
 
-func newFakeVerticalPodAutoscalerCheckpoints(fake *FakeAutoscalingV1, namespace string) typedautoscalingv1.VerticalPodAutoscalerCheckpointInterface {
+func newFakeVerticalPodAutoscalerCheckpoints(fake *FakeAutoscalingV1, namespace string) autoscalingv1.VerticalPodAutoscalerCheckpointInterface {
 	return &fakeVerticalPodAutoscalerCheckpoints{
-		gentype.NewFakeClientWithListAndApply[*v1.VerticalPodAutoscalerCheckpoint, *v1.VerticalPodAutoscalerCheckpointList, *autoscalingv1.VerticalPodAutoscalerCheckpointApplyConfiguration](
+		gentype.NewFakeClientWithList[*v1.VerticalPodAutoscalerCheckpoint, *v1.VerticalPodAutoscalerCheckpointList](
 			fake.Fake,
 			namespace,
 			v1.SchemeGroupVersion.WithResource("verticalpodautoscalercheckpoints"),
