@@ -460,8 +460,9 @@ func measure(ctx context.Context, c config) (*results, error) {
 			}
 		}
 		res.loops = append(res.loops, lr)
-		logf("loop %d: %.2fs, RSS %.1f MB, heap %.1f MB (in use %.1f, next GC at %.1f, released %.1f; stacks %.1f; runtime total %.1f)",
-			len(res.loops), lr.steps["total"], lr.rss/1e6, lr.heap/1e6, cur["go_memstats_heap_inuse_bytes"]/1e6,
+		anon, file := rssSplit(cmd.Process.Pid)
+		logf("loop %d: %.2fs, RSS %.1f MB (anonymous %.1f, file-backed %.1f), heap %.1f MB (in use %.1f, next GC at %.1f, released %.1f; stacks %.1f; runtime total %.1f)",
+			len(res.loops), lr.steps["total"], lr.rss/1e6, anon/1e6, file/1e6, lr.heap/1e6, cur["go_memstats_heap_inuse_bytes"]/1e6,
 			cur["go_memstats_next_gc_bytes"]/1e6, cur["go_memstats_heap_released_bytes"]/1e6,
 			cur["go_memstats_stack_inuse_bytes"]/1e6, cur["go_memstats_sys_bytes"]/1e6)
 		prev = cur
@@ -596,4 +597,30 @@ func report(out io.Writer, c config, r *results) {
 		fmt.Fprintf(out, "\nfirst loop %.2f s; steady state (loops 2-%d) mean %.2f s, max %.2f s, RSS max %.1f MB\n",
 			r.loops[0].steps["total"], len(r.loops), sum/float64(len(r.loops)-1), maxT, maxRSS/1e6)
 	}
+}
+
+// rssSplit reads the anonymous and file-backed parts of a process's resident
+// set from /proc (zero where it cannot).
+func rssSplit(pid int) (anon, file float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[2] != "kB" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[1], 64)
+		if err != nil {
+			continue
+		}
+		switch f[0] {
+		case "RssAnon:":
+			anon = v * 1024
+		case "RssFile:":
+			file = v * 1024
+		}
+	}
+	return anon, file
 }

@@ -45,7 +45,7 @@
 // pod's topmost controller equals the targetRef (kind and name), and the
 // selector matches the pod's labels. When several VPAs qualify the Stronger one
 // wins: the older creationTimestamp, then the lexically smaller name.
-// Matcher.Selecting(pod) returns every Target whose selector matches the pod,
+// Matcher.Selecting(namespace, labels) returns every Target whose selector matches the pod,
 // which is how the recommender attributes usage.
 //
 // Nothing here writes to the API server. A Resolver is safe for concurrent

@@ -57,12 +57,12 @@ func (m *Matcher) ControllingVPA(pod *corev1.Pod, podController *Ref) *Target {
 	return nil
 }
 
-// Selecting returns every Target in the pod's namespace whose selector matches
+// Selecting returns every Target in a pod's namespace whose selector matches
 // the pod's labels, strongest first.
-func (m *Matcher) Selecting(pod *corev1.Pod) []*Target {
+func (m *Matcher) Selecting(namespace string, podLabels map[string]string) []*Target {
 	var out []*Target
-	set := labels.Set(pod.Labels)
-	for _, t := range m.byNamespace[pod.Namespace] {
+	set := labels.Set(podLabels)
+	for _, t := range m.byNamespace[namespace] {
 		if t.Selector.Matches(set) {
 			out = append(out, t)
 		}

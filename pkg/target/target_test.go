@@ -335,7 +335,7 @@ func TestMatcher(t *testing.T) {
 				t.Errorf("ControllingVPA = %q, want %q", gotName, tc.want)
 			}
 			var sel []string
-			for _, s := range m.Selecting(pod) {
+			for _, s := range m.Selecting(pod.Namespace, pod.Labels) {
 				sel = append(sel, s.VPA.Name)
 			}
 			if strings.Join(sel, ",") != strings.Join(tc.selecting, ",") {

@@ -98,6 +98,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	// Uncompressed responses: the API server is near, and each pooled gzip
+	// reader holds tens of kilobytes for the life of the process.
+	cfg.DisableCompression = true
 	clients, err := input.NewClients(cfg)
 	if err != nil {
 		return err

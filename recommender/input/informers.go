@@ -30,66 +30,6 @@ const (
 	PodResync     = time.Hour
 )
 
-// TrimPod is the pod informer's transform: it keeps what the recommender
-// reads (identity, labels, owner references, container names and requests,
-// phase, and the container statuses the OOM observer compares) and drops the
-// rest of the spec and status, annotations and managed fields. Pods are most
-// of what the recommender caches; a real pod's volumes, environment, probes,
-// conditions and annotations are several times the size of what remains.
-func TrimPod(obj any) (any, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return target.StripManagedFields(obj)
-	}
-	out := &corev1.Pod{
-		ObjectMeta: target.TrimObjectMeta(&p.ObjectMeta),
-		Status:     corev1.PodStatus{Phase: p.Status.Phase},
-	}
-	out.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-	for i, c := range p.Spec.Containers {
-		out.Spec.Containers[i] = corev1.Container{Name: c.Name, Resources: requestsOnly(&c.Resources)}
-	}
-	if len(p.Spec.InitContainers) > 0 {
-		out.Spec.InitContainers = make([]corev1.Container, len(p.Spec.InitContainers))
-		for i, c := range p.Spec.InitContainers {
-			out.Spec.InitContainers[i] = corev1.Container{Name: c.Name}
-		}
-	}
-	if len(p.Status.ContainerStatuses) > 0 {
-		out.Status.ContainerStatuses = make([]corev1.ContainerStatus, len(p.Status.ContainerStatuses))
-		for i, s := range p.Status.ContainerStatuses {
-			out.Status.ContainerStatuses[i] = corev1.ContainerStatus{
-				Name:                 s.Name,
-				RestartCount:         s.RestartCount,
-				State:                trimState(s.State),
-				LastTerminationState: trimState(s.LastTerminationState),
-			}
-			if s.Resources != nil {
-				r := requestsOnly(s.Resources)
-				out.Status.ContainerStatuses[i].Resources = &r
-			}
-		}
-	}
-	return out, nil
-}
-
-// requestsOnly returns the requests of r: the recommender never reads limits.
-func requestsOnly(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
-	return corev1.ResourceRequirements{Requests: r.Requests}
-}
-
-// trimState keeps whether a container runs and why and when it terminated.
-func trimState(s corev1.ContainerState) corev1.ContainerState {
-	var out corev1.ContainerState
-	if s.Running != nil {
-		out.Running = &corev1.ContainerStateRunning{}
-	}
-	if t := s.Terminated; t != nil {
-		out.Terminated = &corev1.ContainerStateTerminated{Reason: t.Reason, FinishedAt: t.FinishedAt, ExitCode: t.ExitCode}
-	}
-	return out
-}
-
 // Informers are the recommender's informers and listers. They are built on
 // REST clients for the few built-in kinds the recommender reads
 // (kubeclient.RESTClient) rather than on client-go's shared informer factory,
@@ -99,7 +39,7 @@ type Informers struct {
 	// Targets lists the well-known controllers (for pkg/target).
 	Targets target.Listers
 
-	PodLister corelisters.PodLister
+	PodLister PodLister
 	VPALister vpalisters.VerticalPodAutoscalerLister
 
 	all []cache.SharedIndexInformer
@@ -150,7 +90,7 @@ func NewInformers(c Clients, namespace string, oom *OOMObserver) (*Informers, er
 	pods := in.add(c.Core, "pods", namespace, &corev1.Pod{}, PodResync, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 	}, TrimPod)
-	in.PodLister = corelisters.NewPodLister(pods.GetIndexer())
+	in.PodLister = NewPodLister(pods.GetIndexer())
 	vpas := in.add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, target.StripManagedFields)
 	in.VPALister = vpalisters.NewVerticalPodAutoscalerLister(vpas.GetIndexer())
 	events := in.add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {

@@ -61,8 +61,8 @@ func (o *OOMObserver) Drain() []OOM {
 
 // OnPodUpdate is the pod informer's update handler.
 func (o *OOMObserver) OnPodUpdate(oldObj, newObj any) {
-	oldPod, ok1 := oldObj.(*corev1.Pod)
-	newPod, ok2 := newObj.(*corev1.Pod)
+	oldPod, ok1 := oldObj.(*Pod)
+	newPod, ok2 := newObj.(*Pod)
 	if !ok1 || !ok2 {
 		return
 	}
@@ -74,58 +74,31 @@ func (o *OOMObserver) OnPodUpdate(oldObj, newObj any) {
 // PodOOMs compares two versions of a pod and returns the OOM kills the second
 // one reveals:
 //   - a container now terminated with reason OOMKilled that was not
-//     terminated before, or whose restart count grew;
+//     terminated before, or whose restart count grew (attributed to the new
+//     pod's memory request);
 //   - a container running in both whose restart count grew and whose last
 //     termination was OOMKilled (the memory request is read from the old pod).
-func PodOOMs(oldPod, newPod *corev1.Pod) []OOM {
-	oldStatuses := map[string]*corev1.ContainerStatus{}
-	for i := range oldPod.Status.ContainerStatuses {
-		s := &oldPod.Status.ContainerStatuses[i]
-		oldStatuses[s.Name] = s
-	}
+func PodOOMs(oldPod, newPod *Pod) []OOM {
 	id := types.NamespacedName{Namespace: newPod.Namespace, Name: newPod.Name}
 	var out []OOM
-	for i := range newPod.Status.ContainerStatuses {
-		cur := &newPod.Status.ContainerStatuses[i]
-		old, ok := oldStatuses[cur.Name]
-		if !ok {
+	for i := range newPod.Containers {
+		cur := &newPod.Containers[i]
+		old := oldPod.container(cur.Name)
+		if !cur.HasStatus || old == nil || !old.HasStatus {
 			continue
 		}
-		if t := cur.State.Terminated; t != nil && t.Reason == "OOMKilled" &&
-			(old.State.Terminated == nil || cur.RestartCount > old.RestartCount) {
-			if mem, ok := memoryRequest(newPod, cur.Name); ok {
-				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: mem})
-			}
+		if t := cur.Terminated; t != nil && t.Reason == "OOMKilled" &&
+			(old.Terminated == nil || cur.RestartCount > old.RestartCount) {
+			out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: cur.Memory})
 			continue
 		}
-		if old.State.Running != nil && cur.State.Running != nil && cur.RestartCount > old.RestartCount {
-			if t := cur.LastTerminationState.Terminated; t != nil && t.Reason == "OOMKilled" {
-				if mem, ok := memoryRequest(oldPod, cur.Name); ok {
-					out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: mem})
-				}
+		if old.Running && cur.Running && cur.RestartCount > old.RestartCount {
+			if t := cur.LastTerminated; t != nil && t.Reason == "OOMKilled" {
+				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: old.Memory})
 			}
 		}
 	}
 	return out
-}
-
-// memoryRequest returns a container's memory request: the actuated one from
-// its status when reported, else the spec's.
-func memoryRequest(pod *corev1.Pod, container string) (model.ResourceAmount, bool) {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container && s.Resources != nil {
-			if q, ok := s.Resources.Requests[corev1.ResourceMemory]; ok {
-				return model.ResourceAmount(q.Value()), true
-			}
-		}
-	}
-	for _, c := range pod.Spec.Containers {
-		if c.Name == container {
-			q := c.Resources.Requests[corev1.ResourceMemory]
-			return model.ResourceAmount(q.Value()), true
-		}
-	}
-	return 0, false
 }
 
 // OnEvent is the Evicted-event informer's add handler.

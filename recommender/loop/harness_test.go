@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -90,7 +89,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 func (h *harness) newRecommender() *Recommender {
 	return New(h.cfg, Deps{
 		VPAs:        vpalisters.NewVerticalPodAutoscalerLister(h.vpas),
-		Pods:        corelisters.NewPodLister(h.pods),
+		Pods:        input.NewPodLister(h.pods),
 		Resolver:    fakeResolver{},
 		Metrics:     usageFunc(h.usage),
 		OOMs:        func() []input.OOM { o := h.ooms; h.ooms = nil; return o },
@@ -107,10 +106,14 @@ func (h *harness) usage() ([]input.ContainerUsage, error) {
 	}
 	var out []input.ContainerUsage
 	for _, o := range h.pods.List() {
-		p := o.(*corev1.Pod)
-		for _, c := range append(append([]corev1.Container{}, p.Spec.Containers...), p.Spec.InitContainers...) {
+		p := o.(*input.Pod)
+		names := append([]string(nil), p.InitContainers...)
+		for _, c := range p.Containers {
+			names = append(names, c.Name)
+		}
+		for _, c := range names {
 			out = append(out, input.ContainerUsage{
-				Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Container: c.Name,
+				Pod: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, Container: c,
 				Time: h.clk.Now(), CPU: model.ResourceAmount(h.cpu[p.Name]), Memory: model.ResourceAmount(h.mem[p.Name]),
 			})
 		}
@@ -159,7 +162,11 @@ func (h *harness) addPod(ns, name, app string, cpuMilli, memBytes int64, contain
 			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Mi")}}})
 	}
 	h.cpu[name], h.mem[name] = cpuMilli, memBytes
-	if err := h.pods.Add(p); err != nil {
+	trimmed, err := input.TrimPod(p) // as the pod informer caches it
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := h.pods.Add(trimmed); err != nil {
 		h.t.Fatal(err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -82,7 +81,7 @@ func (c Config) statusMaxAge() time.Duration {
 // Deps are the loop's collaborators.
 type Deps struct {
 	VPAs        vpalisters.VerticalPodAutoscalerLister
-	Pods        corelisters.PodLister
+	Pods        input.PodLister
 	Resolver    Resolver
 	Metrics     input.MetricsSource
 	OOMs        func() []input.OOM
@@ -357,7 +356,7 @@ func (r *Recommender) loadVPAs(ctx context.Context) {
 
 func (r *Recommender) loadPods(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	pods, err := r.deps.Pods.List(labels.Everything())
+	pods, err := r.deps.Pods.List()
 	if err != nil {
 		logger.Error(err, "Listing pods")
 		return
@@ -374,19 +373,19 @@ func (r *Recommender) loadPods(ctx context.Context) {
 	now := r.deps.Clock.Now()
 	current := make(map[types.NamespacedName]podInfo, len(r.pods))
 	for _, pod := range pods {
-		if pod.Status.Phase == corev1.PodPending || !r.cfg.Namespaces.Allows(pod.Namespace) {
+		if pod.Phase == corev1.PodPending || !r.cfg.Namespaces.Allows(pod.Namespace) {
 			continue
 		}
-		sel := matcher.Selecting(pod)
+		sel := matcher.Selecting(pod.Namespace, pod.Labels)
 		if len(sel) == 0 {
 			continue // only pods under a VPA are tracked
 		}
 		id := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		info := podInfo{}
-		if len(pod.Spec.InitContainers) > 0 {
+		if len(pod.InitContainers) > 0 {
 			info.init = map[string]struct{}{}
-			for _, c := range pod.Spec.InitContainers {
-				info.init[c.Name] = struct{}{}
+			for _, c := range pod.InitContainers {
+				info.init[c] = struct{}{}
 			}
 		}
 		for _, t := range sel {
@@ -397,7 +396,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 			}
 			info.vpas = append(info.vpas, k)
 			st.podCount++
-			for _, c := range pod.Spec.Containers {
+			for _, c := range pod.Containers {
 				st.live[c.Name] = struct{}{}
 				r.instance(st, id, c.Name, now)
 			}

@@ -222,9 +222,9 @@ func TestInitContainersAndMetricsOutage(t *testing.T) {
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	obj, _, _ := h.pods.GetByKey("ns/web-1")
-	p := obj.(*corev1.Pod).DeepCopy()
-	p.Spec.InitContainers = []corev1.Container{{Name: "init"}}
-	_ = h.pods.Update(p)
+	p := *obj.(*input.Pod)
+	p.InitContainers = []string{"init"}
+	_ = h.pods.Update(&p)
 	h.loops(3)
 	if got := containers(h.vpa("ns", "web")); len(got) != 1 || got[0] != "app" {
 		t.Errorf("containers = %v, want only app (init containers excluded)", got)
