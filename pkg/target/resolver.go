@@ -10,7 +10,6 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -74,16 +73,9 @@ type Listers struct {
 
 // Resolver reads targetRefs and owner chains. It is safe for concurrent use.
 type Resolver struct {
-	deployments  appslisters.DeploymentLister
-	replicaSets  appslisters.ReplicaSetLister
-	statefulSets appslisters.StatefulSetLister
-	daemonSets   appslisters.DaemonSetLister
-	jobs         batchlisters.JobLister
-	cronJobs     batchlisters.CronJobLister
-	rcs          corelisters.ReplicationControllerLister
-
-	scales ScaleGetter
-	opts   Options
+	workloads Workloads
+	scales    ScaleGetter
+	opts      Options
 
 	mu    sync.Mutex
 	cache map[scaleKey]scaleEntry
@@ -101,9 +93,10 @@ type scaleEntry struct {
 	fetched time.Time
 }
 
-// NewResolver returns a Resolver reading the well-known kinds from listers
-// and every other kind through scales (nil: only the well-known kinds).
-func NewResolver(listers Listers, scales ScaleGetter, opts Options) *Resolver {
+// NewResolver returns a Resolver reading the well-known kinds from workloads
+// (Listers, or IndexerWorkloads over trimmed caches) and every other kind
+// through scales (nil: only the well-known kinds).
+func NewResolver(workloads Workloads, scales ScaleGetter, opts Options) *Resolver {
 	if opts.ScaleCacheTTL <= 0 {
 		opts.ScaleCacheTTL = time.Minute
 	}
@@ -114,26 +107,20 @@ func NewResolver(listers Listers, scales ScaleGetter, opts Options) *Resolver {
 		opts.Clock = clock.RealClock{}
 	}
 	return &Resolver{
-		deployments:  listers.Deployments,
-		replicaSets:  listers.ReplicaSets,
-		statefulSets: listers.StatefulSets,
-		daemonSets:   listers.DaemonSets,
-		jobs:         listers.Jobs,
-		cronJobs:     listers.CronJobs,
-		rcs:          listers.ReplicationControllers,
-		scales:       scales,
-		opts:         opts,
-		cache:        map[scaleKey]scaleEntry{},
+		workloads: workloads,
+		scales:    scales,
+		opts:      opts,
+		cache:     map[scaleKey]scaleEntry{},
 	}
 }
 
 // NewForConfig returns NewResolver with a ScaleClient over cfg.
-func NewForConfig(cfg *rest.Config, listers Listers, opts Options) (*Resolver, error) {
+func NewForConfig(cfg *rest.Config, workloads Workloads, opts Options) (*Resolver, error) {
 	scales, err := NewScaleClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("building scale client: %w", err)
 	}
-	return NewResolver(listers, scales, opts), nil
+	return NewResolver(workloads, scales, opts), nil
 }
 
 // Selector returns the label selector of the VPA's targetRef.
@@ -142,72 +129,31 @@ func (r *Resolver) Selector(ctx context.Context, vpa *vpav1.VerticalPodAutoscale
 		return nil, errors.New("targetRef not defined")
 	}
 	ref := RefFromTargetRef(vpa.Namespace, vpa.Spec.TargetRef)
-	var sel *metav1.LabelSelector
-	switch ref.Kind {
-	case KindDeployment:
-		o, err := r.deployments.Deployments(ref.Namespace).Get(ref.Name)
+	if isWellKnownController(ref.Kind) {
+		w, err := r.workloads.Workload(ref.Kind, ref.Namespace, ref.Name)
 		if err != nil {
 			return nil, notExist(ref, err)
 		}
-		sel = o.Spec.Selector
-	case KindReplicaSet:
-		o, err := r.replicaSets.ReplicaSets(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		sel = o.Spec.Selector
-	case KindStatefulSet:
-		o, err := r.statefulSets.StatefulSets(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		sel = o.Spec.Selector
-	case KindDaemonSet:
-		o, err := r.daemonSets.DaemonSets(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		sel = o.Spec.Selector
-	case KindJob:
-		o, err := r.jobs.Jobs(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		sel = o.Spec.Selector
-	case KindCronJob:
-		o, err := r.cronJobs.CronJobs(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		return labels.SelectorFromSet(o.Spec.JobTemplate.Spec.Template.Labels), nil
-	case KindReplicationController:
-		o, err := r.rcs.ReplicationControllers(ref.Namespace).Get(ref.Name)
-		if err != nil {
-			return nil, notExist(ref, err)
-		}
-		return labels.SelectorFromSet(o.Spec.Selector), nil
-	default:
-		s, err := r.getScale(ctx, ref)
-		if err != nil {
-			return nil, fmt.Errorf("reading scale subresource of %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
-		}
-		if s.Status.Selector == "" {
-			return nil, fmt.Errorf("Resource %s/%s has an empty selector for scale sub-resource", ref.Namespace, ref.Name) //nolint:staticcheck // upstream's wording
-		}
-		parsed, err := labels.Parse(s.Status.Selector)
-		if err != nil {
-			return nil, fmt.Errorf("parsing selector %q of %s/%s: %w", s.Status.Selector, ref.Namespace, ref.Name, err)
-		}
-		return parsed, nil
+		return w.LabelSelector()
 	}
-	if sel == nil {
-		return nil, fmt.Errorf("%s %s/%s has no selector", ref.Kind, ref.Namespace, ref.Name)
-	}
-	parsed, err := metav1.LabelSelectorAsSelector(sel)
+	s, err := r.getScale(ctx, ref)
 	if err != nil {
-		return nil, fmt.Errorf("invalid selector of %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+		return nil, fmt.Errorf("reading scale subresource of %s %s/%s: %w", ref.Kind, ref.Namespace, ref.Name, err)
+	}
+	if s.Status.Selector == "" {
+		return nil, fmt.Errorf("Resource %s/%s has an empty selector for scale sub-resource", ref.Namespace, ref.Name) //nolint:staticcheck // upstream's wording
+	}
+	parsed, err := labels.Parse(s.Status.Selector)
+	if err != nil {
+		return nil, fmt.Errorf("parsing selector %q of %s/%s: %w", s.Status.Selector, ref.Namespace, ref.Name, err)
 	}
 	return parsed, nil
+}
+
+// isWellKnownController reports whether kind is read from Workloads: the
+// well-known kinds except Node, which only appears as an owner.
+func isWellKnownController(kind string) bool {
+	return kind != KindNode && IsWellKnown(kind)
 }
 
 func notExist(ref Ref, err error) error {
@@ -263,63 +209,24 @@ func (r *Resolver) isWellKnownOrScalable(ctx context.Context, ref Ref) bool {
 
 // parent returns the controlling owner of ref, nil when it has none.
 func (r *Resolver) parent(ctx context.Context, ref Ref) (*Ref, error) {
-	var meta *metav1.ObjectMeta
-	switch ref.Kind {
-	case KindNode:
+	switch {
+	case ref.Kind == KindNode:
 		return nil, nil
-	case KindDeployment:
-		d, e := r.deployments.Deployments(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
+	case isWellKnownController(ref.Kind):
+		w, err := r.workloads.Workload(ref.Kind, ref.Namespace, ref.Name)
+		if err != nil {
+			return nil, notExist(ref, err)
 		}
-		meta = &d.ObjectMeta
-	case KindReplicaSet:
-		d, e := r.replicaSets.ReplicaSets(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	case KindStatefulSet:
-		d, e := r.statefulSets.StatefulSets(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	case KindDaemonSet:
-		d, e := r.daemonSets.DaemonSets(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	case KindJob:
-		d, e := r.jobs.Jobs(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	case KindCronJob:
-		d, e := r.cronJobs.CronJobs(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	case KindReplicationController:
-		d, e := r.rcs.ReplicationControllers(ref.Namespace).Get(ref.Name)
-		if e != nil {
-			return nil, notExist(ref, e)
-		}
-		meta = &d.ObjectMeta
-	default:
-		s, e := r.getScale(ctx, ref)
-		if apierrors.IsNotFound(e) {
-			return nil, nil
-		}
-		if e != nil {
-			return nil, fmt.Errorf("unhandled targetRef %s / %s / %s, last error %v", ref.APIVersion, ref.Kind, ref.Name, e)
-		}
-		meta = &s.ObjectMeta
+		return ControllerOf(ref.Namespace, w.OwnerReferences), nil
 	}
-	return ControllerOf(ref.Namespace, meta.OwnerReferences), nil
+	s, err := r.getScale(ctx, ref)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("unhandled targetRef %s / %s / %s, last error %v", ref.APIVersion, ref.Kind, ref.Name, err)
+	}
+	return ControllerOf(ref.Namespace, s.OwnerReferences), nil
 }
 
 // getScale reads the scale subresource of ref through every REST mapping of its

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -58,16 +59,17 @@ type env struct {
 	clock      *clocktesting.FakeClock
 }
 
-// newEnv builds a Resolver over fake clients. Foo objects "roll" and "solo"
-// have a scale subresource; "empty" has one with no selector; "owned" is a
-// Foo owned by the Foo "roll".
-func newEnv(t *testing.T) env { return newEnvWith(t) }
+// newEnv builds a Resolver over typed listers of a fake clientset. Foo
+// objects "roll" and "solo" have a scale subresource; "empty" has one with no
+// selector; "owned" is a Foo owned by the Foo "roll".
+func newEnv(t *testing.T) env { return newEnvWith(t, false) }
 
-// newEnvWith is newEnv with informer factory options.
-func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
+// newEnvWith is newEnv; with trimmed, the Resolver reads IndexerWorkloads
+// holding what TrimWorkload makes of the objects, as the recommender's do.
+func newEnvWith(t *testing.T, trimmed bool) env {
 	t.Helper()
 	client := fake.NewClientset(objects()...)
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, opts...)
+	factory := informers.NewSharedInformerFactory(client, 0)
 	calls := &atomic.Int32{}
 	scales := scaleFunc(func(_ context.Context, gk schema.GroupKind, namespace, name string) (*autoscalingv1.Scale, error) {
 		calls.Add(1)
@@ -88,7 +90,7 @@ func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
 		return s, nil
 	})
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
-	r := NewResolver(Listers{
+	var workloads Workloads = Listers{
 		Deployments:            factory.Apps().V1().Deployments().Lister(),
 		ReplicaSets:            factory.Apps().V1().ReplicaSets().Lister(),
 		StatefulSets:           factory.Apps().V1().StatefulSets().Lister(),
@@ -96,7 +98,25 @@ func newEnvWith(t *testing.T, opts ...informers.SharedInformerOption) env {
 		Jobs:                   factory.Batch().V1().Jobs().Lister(),
 		CronJobs:               factory.Batch().V1().CronJobs().Lister(),
 		ReplicationControllers: factory.Core().V1().ReplicationControllers().Lister(),
-	}, scales, Options{Clock: clk})
+	}
+	if trimmed {
+		iw := IndexerWorkloads{}
+		for _, obj := range objects() {
+			w, err := TrimWorkload(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kind := w.(*Workload).Kind
+			if iw[kind] == nil {
+				iw[kind] = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+			}
+			if err := iw[kind].Add(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		workloads = iw
+	}
+	r := NewResolver(workloads, scales, Options{Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
@@ -121,7 +141,7 @@ func vpa(name, apiVersion, kind, target string) *vpav1.VerticalPodAutoscaler {
 
 func TestSelector(t *testing.T) {
 	t.Run("full objects", func(t *testing.T) { testSelector(t, newEnv(t)) })
-	t.Run("trimmed objects", func(t *testing.T) { testSelector(t, newEnvWith(t, informers.WithTransform(TrimWorkload))) })
+	t.Run("trimmed objects", func(t *testing.T) { testSelector(t, newEnvWith(t, true)) })
 }
 
 func testSelector(t *testing.T, e env) {
@@ -364,40 +384,40 @@ func TestTrimWorkload(t *testing.T) {
 	wantMeta := metav1.ObjectMeta{Namespace: ns, Name: "w", UID: "uid-1", ResourceVersion: "7",
 		Labels: meta.Labels, OwnerReferences: meta.OwnerReferences}
 	sel := selector("x")
+	trimmed := &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: sel}
 	tests := map[string]struct {
 		in, want any
 	}{
 		"deployment": {
 			in:   &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3)}, Status: appsv1.DeploymentStatus{Replicas: 3}},
-			want: &appsv1.Deployment{ObjectMeta: wantMeta, Spec: appsv1.DeploymentSpec{Selector: sel}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: sel},
 		},
 		"replicaset": {
 			in:   &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: template}},
-			want: &appsv1.ReplicaSet{ObjectMeta: wantMeta, Spec: appsv1.ReplicaSetSpec{Selector: sel}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicaSet, Selector: sel},
 		},
 		"statefulset": {
 			in:   &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: template}},
-			want: &appsv1.StatefulSet{ObjectMeta: wantMeta, Spec: appsv1.StatefulSetSpec{Selector: sel}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindStatefulSet, Selector: sel},
 		},
 		"daemonset": {
 			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}},
-			want: &appsv1.DaemonSet{ObjectMeta: wantMeta, Spec: appsv1.DaemonSetSpec{Selector: sel}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: sel},
 		},
 		"job": {
 			in:   &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: sel, Template: template}},
-			want: &batchv1.Job{ObjectMeta: wantMeta, Spec: batchv1.JobSpec{Selector: sel}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: sel},
 		},
 		"cronjob keeps the job template's labels": {
 			in: &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "* * * * *",
 				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template}}}},
-			want: &batchv1.CronJob{ObjectMeta: wantMeta, Spec: batchv1.CronJobSpec{
-				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: template.Labels}}}}}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindCronJob, MatchLabels: template.Labels},
 		},
 		"replicationcontroller": {
 			in:   &corev1.ReplicationController{ObjectMeta: meta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}, Template: &template}},
-			want: &corev1.ReplicationController{ObjectMeta: wantMeta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicationController, MatchLabels: map[string]string{"app": "x"}},
 		},
+		"a workload is already trimmed": {in: trimmed, want: trimmed},
 		"other objects lose only managed fields": {
 			in:   &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "v"}},
 			want: &corev1.ConfigMap{ObjectMeta: func() metav1.ObjectMeta { m := meta; m.ManagedFields = nil; return m }(), Data: map[string]string{"k": "v"}},

@@ -11,9 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	batchlisters "k8s.io/client-go/listers/batch/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -36,8 +33,8 @@ const (
 // which links every API group's informer, lister and typed client into the
 // binary.
 type Informers struct {
-	// Targets lists the well-known controllers (for pkg/target).
-	Targets target.Listers
+	// Targets reads the well-known controllers (for pkg/target).
+	Targets target.IndexerWorkloads
 
 	PodLister PodLister
 	VPALister vpalisters.VerticalPodAutoscalerLister
@@ -75,18 +72,24 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 // observer, if not nil, is registered on the pod and event informers.
 func NewInformers(c Clients, namespace string, oom *OOMObserver) (*Informers, error) {
 	in := &Informers{}
-	controller := func(client rest.Interface, resource string, obj runtime.Object) cache.Indexer {
-		return in.add(client, resource, namespace, obj, DefaultResync, nil, target.TrimWorkload).GetIndexer()
+	controllers := []struct {
+		kind, resource string
+		client         rest.Interface
+		obj            runtime.Object
+	}{
+		{target.KindDeployment, "deployments", c.Apps, &appsv1.Deployment{}},
+		{target.KindReplicaSet, "replicasets", c.Apps, &appsv1.ReplicaSet{}},
+		{target.KindStatefulSet, "statefulsets", c.Apps, &appsv1.StatefulSet{}},
+		{target.KindDaemonSet, "daemonsets", c.Apps, &appsv1.DaemonSet{}},
+		{target.KindJob, "jobs", c.Batch, &batchv1.Job{}},
+		{target.KindCronJob, "cronjobs", c.Batch, &batchv1.CronJob{}},
+		{target.KindReplicationController, "replicationcontrollers", c.Core, &corev1.ReplicationController{}},
 	}
-	in.Targets = target.Listers{
-		Deployments:            appslisters.NewDeploymentLister(controller(c.Apps, "deployments", &appsv1.Deployment{})),
-		ReplicaSets:            appslisters.NewReplicaSetLister(controller(c.Apps, "replicasets", &appsv1.ReplicaSet{})),
-		StatefulSets:           appslisters.NewStatefulSetLister(controller(c.Apps, "statefulsets", &appsv1.StatefulSet{})),
-		DaemonSets:             appslisters.NewDaemonSetLister(controller(c.Apps, "daemonsets", &appsv1.DaemonSet{})),
-		Jobs:                   batchlisters.NewJobLister(controller(c.Batch, "jobs", &batchv1.Job{})),
-		CronJobs:               batchlisters.NewCronJobLister(controller(c.Batch, "cronjobs", &batchv1.CronJob{})),
-		ReplicationControllers: corelisters.NewReplicationControllerLister(controller(c.Core, "replicationcontrollers", &corev1.ReplicationController{})),
+	workloads := target.IndexerWorkloads{}
+	for _, k := range controllers {
+		workloads[k.kind] = in.add(k.client, k.resource, namespace, k.obj, DefaultResync, nil, target.TrimWorkload).GetIndexer()
 	}
+	in.Targets = workloads
 	pods := in.add(c.Core, "pods", namespace, &corev1.Pod{}, PodResync, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 	}, TrimPod)
