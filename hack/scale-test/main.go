@@ -461,8 +461,8 @@ func measure(ctx context.Context, c config) (*results, error) {
 		}
 		res.loops = append(res.loops, lr)
 		anon, file := rssSplit(cmd.Process.Pid)
-		logf("loop %d: %.2fs, RSS %.1f MB (anonymous %.1f, file-backed %.1f), heap %.1f MB (in use %.1f, next GC at %.1f, released %.1f; stacks %.1f; runtime total %.1f)",
-			len(res.loops), lr.steps["total"], lr.rss/1e6, anon/1e6, file/1e6, lr.heap/1e6, cur["go_memstats_heap_inuse_bytes"]/1e6,
+		logf("loop %d: %.2fs, CPU %.2fs since start, RSS %.1f MB (anonymous %.1f, file-backed %.1f), heap %.1f MB (in use %.1f, next GC at %.1f, released %.1f; stacks %.1f; runtime total %.1f)",
+			len(res.loops), lr.steps["total"], cur["process_cpu_seconds_total"], lr.rss/1e6, anon/1e6, file/1e6, lr.heap/1e6, cur["go_memstats_heap_inuse_bytes"]/1e6,
 			cur["go_memstats_next_gc_bytes"]/1e6, cur["go_memstats_heap_released_bytes"]/1e6,
 			cur["go_memstats_stack_inuse_bytes"]/1e6, cur["go_memstats_sys_bytes"]/1e6)
 		prev = cur
