@@ -1,8 +1,15 @@
 package kubeclient
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 )
 
@@ -17,5 +24,57 @@ func TestProtobuf(t *testing.T) {
 	}
 	if cfg.ContentType != "" || cfg.AcceptContentTypes != "" {
 		t.Errorf("original modified: %+v", cfg)
+	}
+}
+
+func TestRESTClient(t *testing.T) {
+	cfg := &rest.Config{Host: "https://example"}
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, {Group: "apps", Version: "v1"}, {Group: "batch", Version: "v1"}, {Group: "coordination.k8s.io", Version: "v1"}} {
+		if _, err := RESTClient(cfg, gv); err != nil {
+			t.Errorf("RESTClient(%s): %v", gv, err)
+		}
+	}
+	// The lean scheme links only the kinds the components read.
+	if _, err := RESTClient(cfg, schema.GroupVersion{Group: "policy", Version: "v1"}); err == nil || !strings.Contains(err.Error(), "policy/v1") {
+		t.Errorf("RESTClient(policy/v1) error = %v, want one naming the group version", err)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	docs := map[string]string{
+		"/api":              `{"kind":"APIVersions","versions":["v1"]}`,
+		"/apis/example.com": `{"kind":"APIGroup","name":"example.com","versions":[{"groupVersion":"example.com/v1beta1","version":"v1beta1"},{"groupVersion":"example.com/v1","version":"v1"}],"preferredVersion":{"groupVersion":"example.com/v1","version":"v1"}}`,
+		"/api/v1":           `{"kind":"APIResourceList","groupVersion":"v1","resources":[{"name":"pods","namespaced":true,"kind":"Pod","verbs":["get"]}]}`,
+		"/apis/broken.io":   `{"kind":`,
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		doc, ok := docs[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(doc))
+	}))
+	defer srv.Close()
+	d, err := NewDiscovery(&rest.Config{Host: srv.URL, QPS: 1000, Burst: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if v, err := d.Versions(ctx, ""); err != nil || strings.Join(v, ",") != "v1" {
+		t.Errorf("core versions = %v, %v", v, err)
+	}
+	if v, err := d.Versions(ctx, "example.com"); err != nil || strings.Join(v, ",") != "v1,v1beta1" {
+		t.Errorf("example.com versions = %v, %v; want the preferred version first", v, err)
+	}
+	if l, err := d.Resources(ctx, corev1.SchemeGroupVersion); err != nil || len(l.APIResources) != 1 || l.APIResources[0].Kind != "Pod" {
+		t.Errorf("core/v1 resources = %v, %v", l, err)
+	}
+	if _, err := d.Versions(ctx, "missing.io"); !apierrors.IsNotFound(err) {
+		t.Errorf("missing group error = %v, want NotFound", err)
+	}
+	if _, err := d.Versions(ctx, "broken.io"); err == nil || !strings.Contains(err.Error(), "decoding /apis/broken.io") {
+		t.Errorf("malformed document error = %v, want a decoding error naming the path", err)
 	}
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -20,29 +18,15 @@ type LeaseClient interface {
 	Update(ctx context.Context, lease *coordinationv1.Lease) (*coordinationv1.Lease, error)
 }
 
-// NewLeaseClient returns a LeaseClient over a REST client for
-// coordination.k8s.io/v1 built from a copy of cfg. It speaks protobuf and its
-// scheme knows only Leases and the meta types, so it links none of the other
-// API groups. Errors from the API server are apierrors (IsNotFound,
-// IsConflict, IsAlreadyExists work).
+// NewLeaseClient returns a LeaseClient over kubeclient's lean REST client
+// for coordination.k8s.io/v1 built from a copy of cfg: protobuf, and a scheme
+// that links none of the API groups the components do not read. Errors from
+// the API server are apierrors (IsNotFound, IsConflict, IsAlreadyExists work).
 func NewLeaseClient(cfg *rest.Config) (LeaseClient, error) {
 	if cfg == nil {
 		return nil, errors.New("building the lease client: no REST config")
 	}
-	scheme := runtime.NewScheme()
-	// Registers Lease and LeaseList, the meta options types and the
-	// unversioned Status that error responses decode into.
-	if err := coordinationv1.AddToScheme(scheme); err != nil {
-		return nil, fmt.Errorf("building the lease client's scheme: %w", err)
-	}
-	c := kubeclient.Protobuf(cfg)
-	c.GroupVersion = &coordinationv1.SchemeGroupVersion
-	c.APIPath = "/apis"
-	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
-	if c.UserAgent == "" {
-		c.UserAgent = rest.DefaultKubernetesUserAgent()
-	}
-	rc, err := rest.RESTClientFor(c)
+	rc, err := kubeclient.RESTClient(cfg, coordinationv1.SchemeGroupVersion)
 	if err != nil {
 		return nil, fmt.Errorf("building the lease client: %w", err)
 	}
