@@ -1,0 +1,39 @@
+package app
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRecommenderLinksOnlyLeanClients guards the recommender's resident
+// memory: each of these client-go packages imports client-go's all-groups
+// scheme (or is the shared informer factory), which links every built-in API
+// group into the binary, about 16 MB of it, most paged in at start
+// (docs/benchmarks.md, "Lean clients and compact caches").
+func TestRecommenderLinksOnlyLeanClients(t *testing.T) {
+	forbidden := []string{
+		"k8s.io/client-go/kubernetes",
+		"k8s.io/client-go/informers",
+		"k8s.io/client-go/discovery",
+		"k8s.io/client-go/scale",
+		"k8s.io/client-go/tools/leaderelection",
+		"k8s.io/client-go/applyconfigurations",
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/openvpa/openvpa/recommender").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	var found []string
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, f := range forbidden {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") {
+				found = append(found, pkg)
+			}
+		}
+	}
+	if len(found) > 0 {
+		t.Errorf("the recommender links %d packages of client-go's all-groups clients, e.g. %v; use pkg/kubeclient's lean clients",
+			len(found), found[:min(len(found), 5)])
+	}
+}
