@@ -84,22 +84,18 @@ func NewDiscovery(cfg *rest.Config) (*Discovery, error) {
 	return &Discovery{client: rc}, nil
 }
 
-// NewDiscoveryForClient returns a Discovery over an existing client; its
-// requests use absolute paths.
-func NewDiscoveryForClient(c rest.Interface) *Discovery { return &Discovery{client: c} }
-
 // Versions returns the versions a group serves, the preferred one first. The
 // core group ("") is read from /api.
 func (d *Discovery) Versions(ctx context.Context, group string) ([]string, error) {
 	if group == "" {
 		var v metav1.APIVersions
-		if err := d.get(ctx, "/api", &v); err != nil {
+		if err := d.Get(ctx, "/api", &v); err != nil {
 			return nil, err
 		}
 		return v.Versions, nil
 	}
 	var g metav1.APIGroup
-	if err := d.get(ctx, path.Join("/apis", group), &g); err != nil {
+	if err := d.Get(ctx, path.Join("/apis", group), &g); err != nil {
 		return nil, err
 	}
 	out := make([]string, 0, len(g.Versions))
@@ -121,7 +117,7 @@ func (d *Discovery) Resources(ctx context.Context, gv schema.GroupVersion) (*met
 		p = path.Join("/api", gv.Version)
 	}
 	var l metav1.APIResourceList
-	if err := d.get(ctx, p, &l); err != nil {
+	if err := d.Get(ctx, p, &l); err != nil {
 		return nil, err
 	}
 	return &l, nil
@@ -129,10 +125,6 @@ func (d *Discovery) Resources(ctx context.Context, gv schema.GroupVersion) (*met
 
 // Get reads the JSON document at an absolute path into out.
 func (d *Discovery) Get(ctx context.Context, absPath string, out any) error {
-	return d.get(ctx, absPath, out)
-}
-
-func (d *Discovery) get(ctx context.Context, absPath string, out any) error {
 	raw, err := d.client.Get().AbsPath(absPath).SetHeader("Accept", runtime.ContentTypeJSON).DoRaw(ctx)
 	if err != nil {
 		return err

@@ -210,6 +210,10 @@ func (r *Reader) Str() ([]byte, error) {
 	return nil, ErrTruncated
 }
 
+// simpleEscapes maps the character after a backslash to the byte it stands
+// for; 0 for 'u' and for characters that are not escapes.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // unescape decodes the string starting at start (after the quote) the way
 // encoding/json does, including replacing invalid surrogates with U+FFFD.
 func (r *Reader) unescape(start int) ([]byte, error) {
@@ -227,47 +231,33 @@ func (r *Reader) unescape(start int) ([]byte, error) {
 			if i+1 >= len(d) {
 				return nil, ErrTruncated
 			}
-			switch e := d[i+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
+			e := d[i+1]
+			if v := simpleEscapes[e]; v != 0 {
+				out = append(out, v)
 				i += 2
-			case 'b':
-				out = append(out, '\b')
-				i += 2
-			case 'f':
-				out = append(out, '\f')
-				i += 2
-			case 'n':
-				out = append(out, '\n')
-				i += 2
-			case 'r':
-				out = append(out, '\r')
-				i += 2
-			case 't':
-				out = append(out, '\t')
-				i += 2
-			case 'u':
-				rr, ok := hex4(d, i+2)
-				if !ok {
-					return nil, ErrTruncated
-				}
-				i += 6
-				if utf16.IsSurrogate(rr) {
-					rr2, ok := rune(-1), false
-					if i+5 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
-						rr2, ok = hex4(d, i+2)
-					}
-					if dec := utf16.DecodeRune(rr, rr2); ok && dec != utf8.RuneError {
-						i += 6
-						rr = dec
-					} else {
-						rr = utf8.RuneError
-					}
-				}
-				out = utf8.AppendRune(out, rr)
-			default:
+				continue
+			}
+			if e != 'u' {
 				return nil, fmt.Errorf("invalid escape %q", e)
 			}
+			rr, ok := hex4(d, i+2)
+			if !ok {
+				return nil, ErrTruncated
+			}
+			i += 6
+			if utf16.IsSurrogate(rr) {
+				rr2, ok := rune(-1), false
+				if i+5 < len(d) && d[i] == '\\' && d[i+1] == 'u' {
+					rr2, ok = hex4(d, i+2)
+				}
+				if dec := utf16.DecodeRune(rr, rr2); ok && dec != utf8.RuneError {
+					i += 6
+					rr = dec
+				} else {
+					rr = utf8.RuneError
+				}
+			}
+			out = utf8.AppendRune(out, rr)
 		case c < utf8.RuneSelf:
 			out = append(out, c)
 			i++
