@@ -43,75 +43,129 @@ type Capped struct {
 // Cap applies the pod LimitRange, the container LimitRange, the VPA container
 // policies and (for RequestsOnly) the containers' current limits to rec, for
 // the given pod. rec may be nil. The inputs are not modified.
+//
+// Containers without a recommendation count towards a Pod LimitRange with
+// their current requests and are scaled with the others (as upstream does),
+// but only ForPod returns what they get: Cap's result holds the containers
+// the recommendation names, the ones whose bounds mean something.
 func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges) Capped {
 	out := Capped{Notes: map[string][]string{}}
 	if pod == nil || rec == nil {
 		return out
 	}
-	recs, notes := capRecs(pod, rec, policy, lr, false, false)
+	c := capRecs(pod, rec, policy, lr, capOptions{})
 	for i := range pod.Spec.Containers {
-		if recs[i] == nil {
+		if c.recs[i] == nil || c.inserted[i] {
 			continue
 		}
-		if notes != nil && len(notes[i]) > 0 {
-			out.Notes[pod.Spec.Containers[i].Name] = notes[i]
+		if c.notes != nil && len(c.notes[i]) > 0 {
+			out.Notes[pod.Spec.Containers[i].Name] = c.notes[i]
 		}
-		out.Recommendation.ContainerRecommendations = append(out.Recommendation.ContainerRecommendations, *recs[i])
+		out.Recommendation.ContainerRecommendations = append(out.Recommendation.ContainerRecommendations, *c.recs[i])
 	}
 	return out
 }
 
-// capRecs does the work of Cap and returns, per pod container, the capped
-// recommendation (nil when the container gets none) and the notes on its
-// target (notes is nil when there are none). With targetOnly, only Target is
-// capped and the bounds are left empty; with shared too, a Target that
-// capping does not change is the recommendation's own map, not a copy.
-func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, targetOnly, shared bool) ([]*vpav1.RecommendedContainerResources, [][]string) {
+// capOptions select what capRecs does beyond capping every bound.
+type capOptions struct {
+	// targetOnly caps only Target and leaves the bounds empty.
+	targetOnly bool
+	// shared (with targetOnly) leaves a Target that capping does not
+	// change as the recommendation's own map rather than a copy.
+	shared bool
+	// policyFirst applies the VPA's minAllowed and maxAllowed before the
+	// LimitRanges instead of after them, so that the LimitRanges win. It
+	// is the fallback when the upstream order gives a pod the API server
+	// would refuse.
+	policyFirst bool
+}
+
+// capped is what capRecs returns, per pod container (same index).
+type capped struct {
+	// recs[i] is the capped recommendation, nil when the container gets
+	// none.
+	recs []*vpav1.RecommendedContainerResources
+	// inserted[i] says recs[i] was made from the container's requests
+	// because a Pod LimitRange applies and the recommendation has no
+	// entry for it.
+	inserted []bool
+	// notes[i] says what capped the target; notes is nil when there are
+	// none.
+	notes [][]string
+}
+
+// capRecs does the work of Cap and ForPod.
+func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, opts capOptions) capped {
 	n := len(pod.Spec.Containers)
 	// w.recs[i] is the working copy for pod.Spec.Containers[i], nil when
 	// the container gets no recommendation.
 	w := working{recs: make([]*vpav1.RecommendedContainerResources, n)}
+	out := capped{inserted: make([]bool, n)}
 	var copies []vpav1.RecommendedContainerResources
-	if targetOnly {
+	if opts.targetOnly || lr.Pod != nil {
 		copies = make([]vpav1.RecommendedContainerResources, n)
 	}
-	if shared {
+	if opts.shared {
 		w.shared = make([]bool, n)
 	}
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
-		r := find(rec, c.Name)
-		if r == nil {
-			continue
-		}
 		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
 		if cp.ScalingMode() == vpav1.ContainerScalingModeOff {
 			continue
 		}
+		r := find(rec, c.Name)
 		var target resourceList
-		if targetOnly {
+		switch {
+		case r == nil && lr.Pod != nil && len(c.Resources.Requests) > 0:
+			// Upstream's rule: under a Pod LimitRange, a container the
+			// recommendation does not cover is scaled with the others,
+			// starting from its requests. It has no bounds.
+			target = resourceList{m: c.Resources.Requests, shared: true}
+			copies[i] = vpav1.RecommendedContainerResources{ContainerName: c.Name}
+			r = &copies[i]
+			out.inserted[i] = true
+		case r == nil:
+			continue
+		case opts.targetOnly:
 			target = resourceList{m: r.Target, shared: true}
-			if !shared {
-				target.own()
-			}
 			copies[i] = vpav1.RecommendedContainerResources{ContainerName: r.ContainerName}
 			r = &copies[i]
-		} else {
+		default:
 			r = r.DeepCopy()
 			target = resourceList{m: r.Target}
 			r.LowerBound = controlled(r.LowerBound, cp)
 			r.UpperBound = controlled(r.UpperBound, cp)
 		}
+		if target.shared && !opts.shared {
+			target.own()
+		}
 		target.keepControlled(cp)
 		r.Target = target.m
-		if shared {
+		if opts.shared {
 			w.shared[i] = target.shared
 		}
 		w.recs[i] = r
 	}
 	bounds := []bound{boundUpper, boundTarget, boundLower}
-	if targetOnly {
+	if opts.targetOnly {
 		bounds = bounds[1:2]
+	}
+	if opts.policyFirst && policy != nil {
+		for i, r := range w.recs {
+			if r == nil {
+				continue
+			}
+			cp := vpav1.GetContainerResourcePolicy(pod.Spec.Containers[i].Name, policy)
+			for _, b := range bounds {
+				l := w.list(i, b)
+				ns := capPolicy(&l, cp, nil)
+				w.store(i, b, l)
+				if b == boundTarget && len(ns) > 0 {
+					out.addNotes(n, i, ns)
+				}
+			}
+		}
 	}
 	if lr.Pod != nil {
 		for _, b := range bounds {
@@ -120,7 +174,6 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 			}
 		}
 	}
-	var notes [][]string
 	for i := range pod.Spec.Containers {
 		r := w.recs[i]
 		if r == nil {
@@ -129,20 +182,27 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 		c := &pod.Spec.Containers[i]
 		cp := vpav1.GetContainerResourcePolicy(c.Name, policy)
 		target := w.list(i, boundTarget)
-		if ns := capContainer(c, &target, cp, lr.Container); len(ns) > 0 {
-			if notes == nil {
-				notes = make([][]string, n)
-			}
-			notes[i] = ns
+		if ns := capContainer(c, &target, cp, lr.Container, !opts.policyFirst); len(ns) > 0 {
+			out.addNotes(n, i, ns)
 		}
 		w.store(i, boundTarget, target)
-		if !targetOnly {
-			lower, upper := resourceList{m: r.LowerBound}, resourceList{m: r.UpperBound}
-			capContainer(c, &lower, cp, lr.Container)
-			capContainer(c, &upper, cp, lr.Container)
+		if !opts.targetOnly {
+			lower, upper := w.list(i, boundLower), w.list(i, boundUpper)
+			capContainer(c, &lower, cp, lr.Container, !opts.policyFirst)
+			capContainer(c, &upper, cp, lr.Container, !opts.policyFirst)
+			w.store(i, boundLower, lower)
+			w.store(i, boundUpper, upper)
 		}
 	}
-	return w.recs, notes
+	out.recs = w.recs
+	return out
+}
+
+func (c *capped) addNotes(n, i int, ns []string) {
+	if c.notes == nil {
+		c.notes = make([][]string, n)
+	}
+	c.notes[i] = append(c.notes[i], ns...)
 }
 
 // working holds the recommendations being capped.
@@ -242,20 +302,30 @@ func field(r *vpav1.RecommendedContainerResources, b bound) corev1.ResourceList 
 
 // applyPodLimitRange scales one field of every container's recommendation so
 // that the pod total of one resource fits the Pod LimitRange.
+//
+// Upstream's arithmetic: the pod totals are the sums of the recommendations
+// and of their proportional limits; a total of recommendations below min is
+// scaled up to min, otherwise a total of limits outside [min, max] is scaled
+// onto the bound. A container that cannot be scaled (scaling mode Off, or a
+// resource its policy does not control) keeps its value, so the others are
+// scaled by the share left to them: with no such container this is
+// upstream's factor exactly, and with one it still makes the pod fit, where
+// upstream's factor would leave it above max.
 func applyPodLimitRange(pod *corev1.Pod, w *working, item *corev1.LimitRangeItem, name corev1.ResourceName, b bound) {
 	recs := w.recs
 	minLimit := item.Min[name]
 	maxLimit := item.Max[name]
 	defaultLimit := get(item.Default, name)
-	var sumLimit, sumRec resource.Quantity
+	var sumLimit, sumRec, fixedLimit, fixedRec resource.Quantity
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		var recommended *resource.Quantity
 		if recs[i] != nil {
 			recommended = get(field(recs[i], b), name)
 		}
-		if recommended == nil {
-			// Containers without a recommendation keep their requests and
+		fixed := recommended == nil
+		if fixed {
+			// Containers that are not scaled keep their requests and
 			// still count towards the pod total.
 			recommended = get(c.Resources.Requests, name)
 		}
@@ -264,15 +334,27 @@ func applyPodLimitRange(pod *corev1.Pod, w *working, item *corev1.LimitRangeItem
 		}
 		if l, ok, _ := ProportionalLimit(name, get(c.Resources.Limits, name), get(c.Resources.Requests, name), recommended, defaultLimit); ok {
 			sumLimit.Add(l)
+			if fixed {
+				fixedLimit.Add(l)
+			}
 		}
 		sumRec.Add(*recommended)
+		if fixed {
+			fixedRec.Add(*recommended)
+		}
 	}
 	if minLimit.Cmp(sumLimit) <= 0 && minLimit.Cmp(sumRec) <= 0 && (maxLimit.IsZero() || maxLimit.Cmp(sumLimit) >= 0) {
 		return
 	}
 	if minLimit.Cmp(sumRec) > 0 && !sumLimit.IsZero() && !sumRec.IsZero() {
+		from, to := sumRec.DeepCopy(), minLimit.DeepCopy()
+		from.Sub(fixedRec)
+		to.Sub(fixedRec)
+		if from.Sign() <= 0 || to.Sign() <= 0 {
+			return
+		}
 		forEachField(w, b, name, func(q resource.Quantity) resource.Quantity {
-			v, _ := scale(name, q, sumRec, minLimit, roundUp)
+			v, _ := scale(name, q, from, to, roundUp)
 			return v
 		})
 		return
@@ -287,8 +369,15 @@ func applyPodLimitRange(pod *corev1.Pod, w *working, item *corev1.LimitRangeItem
 	if !maxLimit.IsZero() && maxLimit.Cmp(sumLimit) < 0 {
 		targetTotal = maxLimit
 	}
+	from, to := sumLimit.DeepCopy(), targetTotal.DeepCopy()
+	from.Sub(fixedLimit)
+	to.Sub(fixedLimit)
+	if from.Sign() <= 0 || to.Sign() <= 0 {
+		// The containers that cannot be scaled alone break the bound.
+		return
+	}
 	forEachField(w, b, name, func(q resource.Quantity) resource.Quantity {
-		v, _ := scale(name, q, sumLimit, targetTotal, roundDown)
+		v, _ := scale(name, q, from, to, roundDown)
 		return v
 	})
 }
@@ -306,8 +395,10 @@ func forEachField(w *working, b bound, name corev1.ResourceName, f func(resource
 	}
 }
 
-// capContainer caps one recommendation field and returns the notes.
-func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResourcePolicy, item *corev1.LimitRangeItem) []string {
+// capContainer caps one recommendation field and returns the notes: the
+// container LimitRange, then (withPolicy) the VPA's minAllowed and
+// maxAllowed, then for RequestsOnly the container's limit.
+func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResourcePolicy, item *corev1.LimitRangeItem, withPolicy bool) []string {
 	if len(l.m) == 0 {
 		return nil
 	}
@@ -325,10 +416,8 @@ func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResou
 			notes = capTo(l, name, minReq, maxReq, NoteLimitRangeMin, NoteLimitRangeMax, notes)
 		}
 	}
-	if cp != nil {
-		for _, name := range names {
-			notes = capTo(l, name, get(cp.MinAllowed, name), get(cp.MaxAllowed, name), NoteMinAllowed, NoteMaxAllowed, notes)
-		}
+	if withPolicy {
+		notes = capPolicy(l, cp, notes)
 	}
 	if cp.ControlledValuesOrDefault() == vpav1.ContainerControlledValuesRequestsOnly {
 		for _, name := range names {
@@ -341,6 +430,19 @@ func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResou
 				notes = append(notes, fmt.Sprintf("%s %s", name, NoteContainerLimit))
 			}
 		}
+	}
+	return notes
+}
+
+// capPolicy caps one recommendation field to the VPA's minAllowed and
+// maxAllowed and appends the notes.
+func capPolicy(l *resourceList, cp *vpav1.ContainerResourcePolicy, notes []string) []string {
+	if cp == nil || len(l.m) == 0 {
+		return notes
+	}
+	var buf [4]corev1.ResourceName
+	for _, name := range sortedNames(l.m, buf[:0]) {
+		notes = capTo(l, name, get(cp.MinAllowed, name), get(cp.MaxAllowed, name), NoteMinAllowed, NoteMaxAllowed, notes)
 	}
 	return notes
 }

@@ -18,31 +18,98 @@ type ContainerResources struct {
 	Notes []string
 }
 
+// Plan is what a VPA's recommendation gives a pod: per container, what to
+// set, and whether the result had to give way to the namespace's
+// LimitRanges.
+type Plan struct {
+	// Containers holds, for each of pod.Spec.Containers (same index), the
+	// requests and limits to set; containers left alone get an empty entry.
+	Containers []ContainerResources
+	// Conflict is set when the capped recommendation would give a pod that
+	// the API server refuses (a LimitRange, or requests above limits). With
+	// PolicyOverridden false, Containers is then all empty: the pod is
+	// better left as it is than made uncreatable.
+	Conflict error
+	// PolicyOverridden says Containers comes from capping with the
+	// LimitRanges applied after the VPA's minAllowed and maxAllowed, because
+	// upstream's order (the policy last) gave the Conflict.
+	PolicyOverridden bool
+}
+
+// Changed reports whether the plan sets anything on any container.
+func (p *Plan) Changed() bool {
+	for i := range p.Containers {
+		if len(p.Containers[i].Requests) > 0 || len(p.Containers[i].Limits) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // ForPod returns, for each of pod.Spec.Containers (same index), the requests
 // and limits the VPA's current recommendation gives it after Cap, with
 // proportional limits for RequestsAndLimits. Containers without a
-// recommendation get an empty entry. Resources with an empty name are
-// dropped. The inputs are not modified.
+// recommendation get an empty entry, unless a Pod LimitRange scales them
+// too. Resources with an empty name are dropped. The inputs are not
+// modified. It is PlanForPod's Containers.
 func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
-	return forPod(pod, vpa, lr, false)
+	return planForPod(pod, vpa, lr, false).Containers
 }
 
 // ForPodShared is ForPod for callers that only read the result: where
 // capping leaves a container's target as it is, its Requests is the VPA's
 // own recommendation map rather than a copy, so it must not be modified.
 func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
-	return forPod(pod, vpa, lr, true)
+	return planForPod(pod, vpa, lr, true).Containers
 }
 
-func forPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, shared bool) []ContainerResources {
+// PlanForPod is ForPod with the outcome of the LimitRange check. When the
+// namespace has LimitRanges, the resulting pod is checked against them (and
+// against requests above limits) as the API server would: upstream's
+// capping first; if the API server would refuse that, capping with the
+// LimitRanges winning over the VPA policy; if it would refuse that too,
+// nothing. So a plan never makes a pod uncreatable or a resize refused.
+func PlanForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) Plan {
+	return planForPod(pod, vpa, lr, false)
+}
+
+// PlanForPodShared is PlanForPod with ForPodShared's sharing.
+func PlanForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) Plan {
+	return planForPod(pod, vpa, lr, true)
+}
+
+func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, shared bool) Plan {
 	if pod == nil {
-		return nil
+		return Plan{}
 	}
-	out := make([]ContainerResources, len(pod.Spec.Containers))
 	if vpa == nil || vpa.Status.Recommendation == nil {
-		return out
+		return Plan{Containers: make([]ContainerResources, len(pod.Spec.Containers))}
 	}
-	recs, notes := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, true, shared)
+	plan := Plan{Containers: resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared})}
+	if len(lr.Items) == 0 || !plan.Changed() {
+		return plan
+	}
+	err := Admissible(pod, plan.Containers, lr.Items)
+	if err == nil {
+		return plan
+	}
+	plan.Conflict = err
+	if vpa.Spec.ResourcePolicy != nil {
+		alt := resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared, policyFirst: true})
+		if Admissible(pod, alt, lr.Items) == nil {
+			plan.Containers = alt
+			plan.PolicyOverridden = true
+			return plan
+		}
+	}
+	plan.Containers = make([]ContainerResources, len(pod.Spec.Containers))
+	return plan
+}
+
+func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, opts capOptions) []ContainerResources {
+	out := make([]ContainerResources, len(pod.Spec.Containers))
+	c := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, opts)
+	recs, notes := c.recs, c.notes
 	var defaults corev1.ResourceList
 	if lr.Container != nil {
 		defaults = lr.Container.Default

@@ -14,6 +14,9 @@ type LimitRanges struct {
 	Container *corev1.LimitRangeItem
 	// Pod is the merged item of type Pod.
 	Pod *corev1.LimitRangeItem
+	// Items are the LimitRanges themselves, in name order, which the API
+	// server checks one by one.
+	Items []*corev1.LimitRange
 }
 
 // MergeLimitRanges merges the LimitRanges of a namespace the way the API
@@ -27,10 +30,14 @@ func MergeLimitRanges(ranges []*corev1.LimitRange) LimitRanges {
 		}
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	return LimitRanges{
+	out := LimitRanges{
 		Container: mergeItems(sorted, corev1.LimitTypeContainer),
 		Pod:       mergeItems(sorted, corev1.LimitTypePod),
 	}
+	if len(sorted) > 0 {
+		out.Items = sorted
+	}
+	return out
 }
 
 func mergeItems(ranges []*corev1.LimitRange, typ corev1.LimitType) *corev1.LimitRangeItem {

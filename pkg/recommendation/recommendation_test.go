@@ -2,6 +2,7 @@ package recommendation
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -225,10 +226,20 @@ func TestCap(t *testing.T) {
 			want: map[string]corev1.ResourceList{"a": rl("", "20Mi"), "b": rl("", "60Mi")},
 		},
 		"pod LimitRange counts containers without a recommendation": {
+			// b is scaled too (ForPod gives it 500m); Cap leaves it out.
 			pod:  pod(container("a", rl("1", ""), rl("1", "")), container("b", rl("1", ""), rl("1", ""))),
 			rec:  recs(target("a", rl("3", ""))),
 			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 			want: map[string]corev1.ResourceList{"a": rl("1500m", "")},
+		},
+		"pod LimitRange: a container in mode Off keeps its share": {
+			// Upstream would scale a by 2/4 and leave the pod at 2.5 cores;
+			// with b fixed at 1, a gets the 1 core left.
+			pod:    pod(container("a", rl("1", ""), rl("1", "")), container("b", rl("1", ""), rl("1", ""))),
+			rec:    recs(target("a", rl("3", "")), target("b", rl("3", ""))),
+			policy: policy(vpav1.ContainerResourcePolicy{ContainerName: "b", Mode: off}),
+			lr:     LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			want:   map[string]corev1.ResourceList{"a": rl("1", "")},
 		},
 		"nil recommendation": {
 			pod:  pod(container("a", nil, nil)),
@@ -321,6 +332,23 @@ func TestForPod(t *testing.T) {
 			vpa:  vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "*", ControlledValues: requestsOnly}), recs(target("a", rl("200m", "")))),
 			want: []ContainerResources{{Requests: rl("200m", "")}},
 		},
+		"issue 23: a pod LimitRange scales the container without a recommendation too": {
+			pod: pod(container("hamster0", rl("100m", "100Mi"), rl("100m", "100Mi")),
+				container("hamster1", rl("400m", "600Mi"), rl("400m", "600Mi"))),
+			vpa: vpaWith(nil, recs(target("hamster0", rl("400m", "600Mi")))),
+			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("400m", "1Gi")}},
+			// Upstream 1.7's numbers: both containers at 200m / 512Mi.
+			want: []ContainerResources{
+				{Requests: rl("200m", "512Mi"), Limits: rl("200m", "512Mi")},
+				{Requests: rl("200m", "512Mi"), Limits: rl("200m", "512Mi")},
+			},
+		},
+		"a pod LimitRange that fits still patches every container, as upstream does": {
+			pod:  pod(container("a", rl("100m", ""), nil), container("b", rl("100m", ""), nil)),
+			vpa:  vpaWith(nil, recs(target("a", rl("200m", "")))),
+			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("1", "")}},
+			want: []ContainerResources{{Requests: rl("200m", "")}, {Requests: rl("100m", "")}},
+		},
 		"containers without a recommendation get nothing": {
 			pod:  pod(container("a", nil, nil), container("b", nil, nil)),
 			vpa:  vpaWith(nil, recs(target("b", rl("1", "")))),
@@ -344,6 +372,81 @@ func TestForPod(t *testing.T) {
 				}
 				if (got[i].Limits == nil) != (tc.want[i].Limits == nil) {
 					t.Errorf("container %d: limits nil = %v, want %v", i, got[i].Limits == nil, tc.want[i].Limits == nil)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanForPod(t *testing.T) {
+	lrs := func(items ...corev1.LimitRangeItem) LimitRanges {
+		return MergeLimitRanges([]*corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: items}}})
+	}
+	tests := map[string]struct {
+		pod          *corev1.Pod
+		vpa          *vpav1.VerticalPodAutoscaler
+		lr           LimitRanges
+		want         []ContainerResources
+		wantConflict string // part of the conflict's message; "" for none
+		wantOverride bool
+	}{
+		"admissible: upstream's order": {
+			pod:  pod(container("a", rl("100m", ""), rl("200m", ""))),
+			vpa:  vpaWith(nil, recs(target("a", rl("300m", "")))),
+			lr:   lrs(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("1", "")}),
+			want: []ContainerResources{{Requests: rl("300m", ""), Limits: rl("600m", "")}},
+		},
+		"minAllowed above the LimitRange max: the LimitRange wins": {
+			// Upstream applies minAllowed last: 2 cores, limit 2, refused
+			// by the API server for every pod of the workload.
+			pod:          pod(container("a", rl("100m", ""), rl("100m", ""))),
+			vpa:          vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: rl("2", "")}), recs(target("a", rl("300m", "")))),
+			lr:           lrs(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("1", "")}),
+			want:         []ContainerResources{{Requests: rl("1", ""), Limits: rl("1", ""), Notes: []string{"cpu capped to minAllowed", "cpu capped to fit Max in container LimitRange"}}},
+			wantConflict: "maximum cpu usage per Container is 1, but limit is 2",
+			wantOverride: true,
+		},
+		"no patch fits: the pod is left as it is": {
+			// b is in mode Off and alone exceeds the pod max with a.
+			pod: pod(container("a", rl("500m", ""), rl("500m", "")), container("b", rl("2", ""), rl("2", ""))),
+			vpa: vpaWith(policy(vpav1.ContainerResourcePolicy{ContainerName: "b", Mode: ptr(vpav1.ContainerScalingModeOff)}),
+				recs(target("a", rl("300m", "")))),
+			lr:           lrs(corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("1", "")}),
+			want:         []ContainerResources{{}, {}},
+			wantConflict: "maximum cpu usage per Pod is 1, but limit is 2300m",
+		},
+		"the ratio limit is checked": {
+			pod:          pod(container("a", rl("100m", ""), rl("400m", ""))),
+			vpa:          vpaWith(nil, recs(target("a", rl("200m", "")))),
+			lr:           lrs(corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("2", "")}),
+			want:         []ContainerResources{{}},
+			wantConflict: "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := PlanForPod(tc.pod, tc.vpa, tc.lr)
+			if len(got.Containers) != len(tc.want) {
+				t.Fatalf("got %d entries, want %d", len(got.Containers), len(tc.want))
+			}
+			for i := range got.Containers {
+				g, w := got.Containers[i], tc.want[i]
+				if !equalLists(g.Requests, w.Requests) || !equalLists(g.Limits, w.Limits) || !reflect.DeepEqual(g.Notes, w.Notes) {
+					t.Errorf("container %d: got %v / %v %q, want %v / %v %q", i, g.Requests, g.Limits, g.Notes, w.Requests, w.Limits, w.Notes)
+				}
+			}
+			switch {
+			case tc.wantConflict == "" && got.Conflict != nil:
+				t.Errorf("conflict %v, want none", got.Conflict)
+			case tc.wantConflict != "" && (got.Conflict == nil || !strings.Contains(got.Conflict.Error(), tc.wantConflict)):
+				t.Errorf("conflict %v, want one saying %q", got.Conflict, tc.wantConflict)
+			}
+			if got.PolicyOverridden != tc.wantOverride {
+				t.Errorf("PolicyOverridden = %v, want %v", got.PolicyOverridden, tc.wantOverride)
+			}
+			if got.Conflict == nil || got.PolicyOverridden {
+				if err := Admissible(tc.pod, got.Containers, tc.lr.Items); err != nil {
+					t.Errorf("the plan is not admissible: %v", err)
 				}
 			}
 		})
