@@ -19,11 +19,16 @@ import (
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -31,6 +36,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
 	"github.com/openvpa/openvpa/pkg/healthserver"
@@ -126,7 +132,13 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err := pod.CacheWellKnownSelectors(finder, kubeFactory); err != nil {
 		return err
 	}
-	handler := pod.NewHandler(finder, limitRanges{lrLister})
+	scheme := runtime.NewScheme()
+	utilruntime.Must(vpav1.AddToScheme(scheme))
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "vpa-admission-controller"})
+	handler := pod.NewHandler(finder, limitRanges{lrLister}).WithRecorder(recorder)
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
 
 	var synced atomic.Bool

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
@@ -30,10 +31,28 @@ type LimitRangeLister interface {
 	LimitRanges(namespace string) (recommendation.LimitRanges, error)
 }
 
+// EventRecorder records events; client-go's record.EventRecorder is one.
+type EventRecorder interface {
+	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
+}
+
+// Event reasons the admission controller records on a VPA.
+const (
+	// ReasonLimitRangeConflict: a pod was admitted without the
+	// recommendation, because the API server's LimitRange admission would
+	// refuse the pod with it.
+	ReasonLimitRangeConflict = "LimitRangeConflict"
+	// ReasonLimitRangeOverridesPolicy: a pod got the recommendation capped
+	// to the LimitRanges past the VPA's minAllowed or maxAllowed, which the
+	// LimitRanges do not admit.
+	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
+)
+
 // Handler computes pod patches. It is safe for concurrent use.
 type Handler struct {
-	vpas   VPAFinder
-	limits LimitRangeLister
+	vpas     VPAFinder
+	limits   LimitRangeLister
+	recorder EventRecorder
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -50,6 +69,13 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 	return &Handler{vpas: vpas, limits: limits}
 }
 
+// WithRecorder makes h record events on VPAs (see the Reason constants) and
+// returns it.
+func (h *Handler) WithRecorder(r EventRecorder) *Handler {
+	h.recorder = r
+	return h
+}
+
 // Result is the outcome for one pod.
 type Result struct {
 	// VPA is the controlling VPA, nil when there is none.
@@ -59,6 +85,9 @@ type Result struct {
 	Patch []byte
 	// Applied reports whether any container's resources were changed.
 	Applied bool
+	// Warnings are for the AdmissionResponse: why the recommendation was
+	// not applied as it stands.
+	Warnings []string
 }
 
 // DecodeError is returned by AdmitJSON when the pod cannot be decoded.
@@ -129,14 +158,38 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
 	start := len(dst)
-	dst, applied, err := appendPatch(dst, pod, vpa, lr, sc)
+	dst, applied, check, err := appendPatch(dst, pod, vpa, lr, sc)
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
-	if logger := klog.FromContext(ctx).V(4); logger.Enabled() {
-		logger.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
+	logger := klog.FromContext(ctx)
+	if l := logger.V(4); l.Enabled() {
+		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
 	}
-	return Result{VPA: vpa, Patch: dst[start:], Applied: applied}, nil
+	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied}
+	if check.Conflict != nil {
+		res.Warnings = h.conflict(logger, pod, vpa, check)
+	}
+	return res, nil
+}
+
+// conflict reports a plan that had to give way to the LimitRanges: a log
+// line, an event on the VPA and the warning for the response.
+func (h *Handler) conflict(logger klog.Logger, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, check limitCheck) []string {
+	why := strings.ReplaceAll(check.Conflict.Error(), "\n", "; ")
+	var reason, msg string
+	if check.PolicyOverridden {
+		reason = ReasonLimitRangeOverridesPolicy
+		msg = fmt.Sprintf("VPA %s: requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit (%s)", vpa.Name, why)
+	} else {
+		reason = ReasonLimitRangeConflict
+		msg = fmt.Sprintf("VPA %s: recommendation not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)
+	}
+	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "reason", reason, "conflict", why)
+	if h.recorder != nil {
+		h.recorder.Eventf(vpa, corev1.EventTypeWarning, reason, "Pod %s: %s", displayName(pod), msg)
+	}
+	return []string{msg}
 }
 
 // displayName is the pod's name, or its generateName followed by "%" for
@@ -152,7 +205,14 @@ func displayName(pod *corev1.Pod) string {
 // recommendation to pod, and reports whether it changes any container's
 // resources.
 func AppendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
-	return appendPatch(dst, pod, vpa, lr, &scratch{})
+	b, applied, _, err := appendPatch(dst, pod, vpa, lr, &scratch{})
+	return b, applied, err
+}
+
+// limitCheck is the outcome of the LimitRange check of a plan.
+type limitCheck struct {
+	Conflict         error
+	PolicyOverridden bool
 }
 
 // scratch is reusable working memory for appendPatch.
@@ -205,12 +265,14 @@ var (
 	observedContainersPath = []byte("/metadata/annotations/" + escape(annotations.ObservedContainers))
 )
 
-func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, error) {
+func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, limitCheck, error) {
 	w := patchWriter{buf: dst}
 	if pod.Annotations == nil {
 		w.addEmptyObject(annotationsPath)
 	}
-	resources := recommendation.ForPodShared(pod, vpa, lr)
+	plan := recommendation.PlanForPodShared(pod, vpa, lr)
+	check := limitCheck{Conflict: plan.Conflict, PolicyOverridden: plan.PolicyOverridden}
+	resources := plan.Containers
 	sc.updates = append(sc.updates[:0], "Pod resources updated by "...)
 	sc.updates = append(sc.updates, vpa.Name...)
 	sc.updates = append(sc.updates, ": "...)
@@ -255,7 +317,7 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 	}
 	w.addString(observedContainersPath, sc.path)
 	w.buf = append(w.buf, ']')
-	return w.buf, len(sc.patched) > 0, nil
+	return w.buf, len(sc.patched) > 0, check, nil
 }
 
 func appendItem(b []byte, items *int, s, suffix string) []byte {

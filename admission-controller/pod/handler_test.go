@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -363,6 +365,78 @@ func TestAdmitRequestNamespace(t *testing.T) {
 			}
 			if seen != tc.want {
 				t.Errorf("namespace %q, want %q", seen, tc.want)
+			}
+		})
+	}
+}
+
+type rangesOf []*corev1.LimitRange
+
+func (r rangesOf) LimitRanges(string) (recommendation.LimitRanges, error) {
+	return recommendation.MergeLimitRanges(r), nil
+}
+
+type recordedEvent struct{ object, eventtype, reason, message string }
+
+type fakeRecorder struct{ events []recordedEvent }
+
+func (f *fakeRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	name := ""
+	if v, ok := obj.(*vpav1.VerticalPodAutoscaler); ok {
+		name = v.Name
+	}
+	f.events = append(f.events, recordedEvent{name, eventtype, reason, fmt.Sprintf(messageFmt, args...)})
+}
+
+// TestAdmitLimitRangeConflict checks that a recommendation the namespace's
+// LimitRanges would refuse is not applied, and that the response warns and
+// the VPA gets an event.
+func TestAdmitLimitRangeConflict(t *testing.T) {
+	maxRatio := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "ratio"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+		{Type: corev1.LimitTypeContainer, MaxLimitRequestRatio: rl("2", ""), Max: rl("1", "")},
+	}}}
+	tests := map[string]struct {
+		vpa         *vpav1.VerticalPodAutoscaler
+		wantApplied bool
+		wantReason  string
+		wantWarning string
+	}{
+		"admissible": {vpa: testVPA(rec("app", rl("400m", ""))), wantApplied: true},
+		"refused: left alone": {
+			// The limit:request ratio of 4 is above the LimitRange's 2 whatever the request.
+			vpa:         testVPA(rec("app", rl("400m", ""))),
+			wantReason:  ReasonLimitRangeConflict,
+			wantWarning: "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			rec := &fakeRecorder{}
+			h := NewHandler(fakeFinder{vpa: tc.vpa}, rangesOf{maxRatio}).WithRecorder(rec)
+			limits := rl("800m", "")
+			if tc.wantReason == "" {
+				limits = rl("400m", "")
+			}
+			pod := testPod(map[string]string{}, ctr("app", rl("200m", ""), limits))
+			res, err := h.Admit(context.Background(), pod, "ns", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Applied != tc.wantApplied {
+				t.Errorf("applied = %v, want %v (patch %s)", res.Applied, tc.wantApplied, res.Patch)
+			}
+			if tc.wantReason == "" {
+				if len(rec.events) != 0 || len(res.Warnings) != 0 {
+					t.Errorf("events %v, warnings %q; want none", rec.events, res.Warnings)
+				}
+				return
+			}
+			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], tc.wantWarning) {
+				t.Errorf("warnings = %q, want one saying %q", res.Warnings, tc.wantWarning)
+			}
+			if len(rec.events) != 1 || rec.events[0].reason != tc.wantReason || rec.events[0].eventtype != corev1.EventTypeWarning ||
+				rec.events[0].object != tc.vpa.Name || !strings.Contains(rec.events[0].message, tc.wantWarning) {
+				t.Errorf("events = %+v, want one %s warning on VPA %s", rec.events, tc.wantReason, tc.vpa.Name)
 			}
 		})
 	}

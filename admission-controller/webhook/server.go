@@ -264,10 +264,15 @@ func (s *Server) admitPod(ctx context.Context, req *review.Request, st *serveSta
 		return nil, statusSkipped
 	}
 	st.patch = res.Patch
-	if !res.Applied {
-		return nil, statusSkipped
+	status := statusSkipped
+	if res.Applied {
+		status = statusApplied
 	}
-	return nil, statusApplied
+	if len(res.Warnings) == 0 {
+		return nil, status
+	}
+	resp := &admissionv1.AdmissionResponse{Allowed: true, Warnings: res.Warnings, Patch: res.Patch, PatchType: &jsonPatch}
+	return resp, status
 }
 
 func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, outcome) {

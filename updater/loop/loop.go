@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -33,6 +34,13 @@ const (
 	ReasonInPlaceResizeSkipped = "InPlaceResizeSkipped"
 	ReasonDryRunEviction       = "EvictionDryRun"
 	ReasonDryRunInPlaceResize  = "InPlaceResizeDryRun"
+	// ReasonLimitRangeConflict: a pod is left alone because the
+	// recommendation, capped as it must be, gives a pod the namespace's
+	// LimitRanges refuse.
+	ReasonLimitRangeConflict = "LimitRangeConflict"
+	// ReasonLimitRangeOverridesPolicy: a pod is updated to requests capped
+	// to the LimitRanges past the VPA's minAllowed or maxAllowed.
+	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
 )
 
 // Config holds the loop's settings, from the updater flags.
@@ -302,7 +310,16 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(pod))
 			continue
 		}
-		resources := recommendation.ForPod(pod, vpa, lr)
+		plan := recommendation.PlanForPod(pod, vpa, lr)
+		if plan.Conflict != nil {
+			u.limitRangeConflict(logger, vpa, pod, plan)
+			if !plan.PolicyOverridden {
+				// Neither an eviction nor a resize can give this pod the
+				// recommendation: the API server would refuse it.
+				continue
+			}
+		}
+		resources := plan.Containers
 		requests := map[string]corev1.ResourceList{}
 		for i, r := range resources {
 			name := pod.Spec.Containers[i].Name
@@ -476,4 +493,16 @@ func sameAsSpec(pod *corev1.Pod, requests map[string]corev1.ResourceList) bool {
 		}
 	}
 	return true
+}
+
+// limitRangeConflict reports a pod whose plan gave way to the LimitRanges: a
+// log line and an event on the VPA (the recorder's correlator folds repeats).
+func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod, plan recommendation.Plan) {
+	why := strings.ReplaceAll(plan.Conflict.Error(), "\n", "; ")
+	reason, msg := ReasonLimitRangeConflict, "not updated: the namespace's LimitRanges would refuse the pod with the recommendation"
+	if plan.PolicyOverridden {
+		reason, msg = ReasonLimitRangeOverridesPolicy, "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
+	}
+	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", reason, "conflict", why)
+	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, reason, "Pod %s %s (%s)", pod.Name, msg, why)
 }
