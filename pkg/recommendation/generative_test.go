@@ -108,7 +108,9 @@ func (g generated) String() string {
 	return s
 }
 
-func hasTarget(g generated) bool { return len(g.vpa.Status.Recommendation.ContainerRecommendations) > 0 }
+func hasTarget(g generated) bool {
+	return len(g.vpa.Status.Recommendation.ContainerRecommendations) > 0
+}
 
 func anySet(rs []ContainerResources) bool {
 	for _, r := range rs {
@@ -119,7 +121,9 @@ func anySet(rs []ContainerResources) bool {
 	return false
 }
 
-func cpuQ(rng *rand.Rand) resource.Quantity { return *resource.NewMilliQuantity(int64(10+rng.IntN(2000)), resource.DecimalSI) }
+func cpuQ(rng *rand.Rand) resource.Quantity {
+	return *resource.NewMilliQuantity(int64(10+rng.IntN(2000)), resource.DecimalSI)
+}
 func memQ(rng *rand.Rand) resource.Quantity {
 	return *resource.NewQuantity(int64(8+rng.IntN(2048))<<20, resource.BinarySI)
 }
