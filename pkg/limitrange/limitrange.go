@@ -269,3 +269,57 @@ func sortedNames(l corev1.ResourceList) []corev1.ResourceName {
 	slices.Sort(names)
 	return names
 }
+
+// DefaultLimitRange fills in what the API server adds to a LimitRange when
+// it is stored: in Container items, a missing default limit is the max, a
+// missing default request is the default limit, else the min. It modifies
+// lr. Objects read from the API server have had this done.
+func DefaultLimitRange(lr *corev1.LimitRange) {
+	for i := range lr.Spec.Limits {
+		item := &lr.Spec.Limits[i]
+		if item.Type != corev1.LimitTypeContainer {
+			continue
+		}
+		if item.Default == nil {
+			item.Default = corev1.ResourceList{}
+		}
+		if item.DefaultRequest == nil {
+			item.DefaultRequest = corev1.ResourceList{}
+		}
+		for k, v := range item.Max {
+			if _, ok := item.Default[k]; !ok {
+				item.Default[k] = v.DeepCopy()
+			}
+		}
+		for k, v := range item.Default {
+			if _, ok := item.DefaultRequest[k]; !ok {
+				item.DefaultRequest[k] = v.DeepCopy()
+			}
+		}
+		for k, v := range item.Min {
+			if _, ok := item.DefaultRequest[k]; !ok {
+				item.DefaultRequest[k] = v.DeepCopy()
+			}
+		}
+	}
+}
+
+// DefaultPod fills in what the API server adds to a pod being created
+// before its webhooks see it: a container's missing request for a resource
+// it has a limit for is the limit, then Default's LimitRange defaults.
+func DefaultPod(pod *corev1.Pod, ranges []*corev1.LimitRange) {
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			r := &cs[i].Resources
+			for k, v := range r.Limits {
+				if _, ok := r.Requests[k]; !ok {
+					if r.Requests == nil {
+						r.Requests = corev1.ResourceList{}
+					}
+					r.Requests[k] = v.DeepCopy()
+				}
+			}
+		}
+	}
+	Default(pod, ranges)
+}

@@ -194,17 +194,12 @@ func generate(rng *rand.Rand) generated {
 		}
 		ranges = append(ranges, &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("lr%d", i)}, Spec: corev1.LimitRangeSpec{Limits: items}})
 	}
-	// What the webhook sees: LimitRanger's defaults, and the API
-	// server's default of a missing request to its limit.
-	limitrange.Default(p, ranges)
-	for i := range p.Spec.Containers {
-		r := &p.Spec.Containers[i].Resources
-		for k, v := range r.Limits {
-			if _, ok := r.Requests[k]; !ok {
-				r.Requests[k] = v.DeepCopy()
-			}
-		}
+	// What the webhook sees: the LimitRanges as stored, the pod with the
+	// API server's and LimitRanger's defaults.
+	for _, lr := range ranges {
+		limitrange.DefaultLimitRange(lr)
 	}
+	limitrange.DefaultPod(p, ranges)
 	g.pod = p
 	g.lr = MergeLimitRanges(ranges)
 	rec := &vpav1.RecommendedPodResources{}
