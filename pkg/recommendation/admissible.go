@@ -18,14 +18,32 @@ import (
 // API server's answer apart.
 func Admissible(pod *corev1.Pod, resources []ContainerResources, ranges []*corev1.LimitRange) error {
 	p := Applied(pod, resources)
-	errs := []error{limitrange.Validate(p, ranges)}
-	for i := range p.Spec.Containers {
-		c := &p.Spec.Containers[i]
-		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-			req, hasReq := c.Resources.Requests[name]
-			lim, hasLim := c.Resources.Limits[name]
-			if hasReq && hasLim && req.Cmp(lim) > 0 {
-				errs = append(errs, fmt.Errorf("spec.containers[%d].resources.requests[%s]: Invalid value: %q: must be less than or equal to %s limit of %s", i, name, req.String(), name, lim.String()))
+	// The API server validates the pod before its validating admission
+	// (LimitRanger's checks) runs, so a pod with invalid resources gets
+	// only those errors.
+	if err := validateResources(p); err != nil {
+		return err
+	}
+	return limitrange.Validate(p, ranges)
+}
+
+// validateResources restates the API server's pod validation of what a plan
+// changes: requests within limits, container totals within the pod-level
+// resources. The messages are the API server's.
+func validateResources(p *corev1.Pod) error {
+	var errs []error
+	for _, cs := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"initContainers", p.Spec.InitContainers}, {"containers", p.Spec.Containers}} {
+		for i := range cs.containers {
+			c := &cs.containers[i]
+			for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				req, hasReq := c.Resources.Requests[name]
+				lim, hasLim := c.Resources.Limits[name]
+				if hasReq && hasLim && req.Cmp(lim) > 0 {
+					errs = append(errs, fmt.Errorf("spec.%s[%d].resources.requests: Invalid value: %q: must be less than or equal to %s limit of %s", cs.field, i, req.String(), name, lim.String()))
+				}
 			}
 		}
 	}
@@ -44,7 +62,7 @@ func Admissible(pod *corev1.Pod, resources []ContainerResources, ranges []*corev
 			}
 			for i := range p.Spec.Containers {
 				if lim, has := p.Spec.Containers[i].Resources.Limits[name]; has && lim.Cmp(podLim) > 0 {
-					errs = append(errs, fmt.Errorf("spec.containers[%d].resources.limits[%s]: Invalid value: %q: must be less than or equal to pod limits of %s", i, name, lim.String(), podLim.String()))
+					errs = append(errs, fmt.Errorf("spec.resources.containers[%d][%s].limits: Invalid value: %q: must be less than or equal to pod limits of %s", i, name, lim.String(), podLim.String()))
 				}
 			}
 		}

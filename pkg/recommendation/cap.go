@@ -346,7 +346,10 @@ func applyPodLimitRange(pod *corev1.Pod, w *working, item *corev1.LimitRangeItem
 	if minLimit.Cmp(sumLimit) <= 0 && minLimit.Cmp(sumRec) <= 0 && (maxLimit.IsZero() || maxLimit.Cmp(sumLimit) >= 0) {
 		return
 	}
-	if minLimit.Cmp(sumRec) > 0 && !sumLimit.IsZero() && !sumRec.IsZero() {
+	// Upstream scales up only when some container has a limit; without
+	// limits its pod stays below min and is refused, so here the requests
+	// are scaled up either way.
+	if minLimit.Cmp(sumRec) > 0 && !sumRec.IsZero() {
 		from, to := sumRec.DeepCopy(), minLimit.DeepCopy()
 		from.Sub(fixedRec)
 		to.Sub(fixedRec)

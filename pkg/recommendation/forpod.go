@@ -64,8 +64,9 @@ func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRan
 }
 
 // PlanForPod is ForPod with the outcome of the LimitRange check. When the
-// namespace has LimitRanges, the resulting pod is checked against them (and
-// against requests above limits) as the API server would: upstream's
+// namespace has LimitRanges or the pod sets pod-level resources, the
+// resulting pod is checked against them (and against requests above limits)
+// as the API server would: upstream's
 // capping first; if the API server would refuse that, capping with the
 // LimitRanges winning over the VPA policy; if it would refuse that too,
 // nothing. So a plan never makes a pod uncreatable or a resize refused.
@@ -86,7 +87,9 @@ func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRange
 		return Plan{Containers: make([]ContainerResources, len(pod.Spec.Containers))}
 	}
 	plan := Plan{Containers: resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared})}
-	if len(lr.Items) == 0 || !plan.Changed() {
+	if (len(lr.Items) == 0 && pod.Spec.Resources == nil) || !plan.Changed() {
+		// Without LimitRanges or pod-level resources, capping keeps
+		// every request within its limit by construction.
 		return plan
 	}
 	err := Admissible(pod, plan.Containers, lr.Items)

@@ -225,6 +225,14 @@ func TestCap(t *testing.T) {
 			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
 			want: map[string]corev1.ResourceList{"a": rl("", "20Mi"), "b": rl("", "60Mi")},
 		},
+		"pod LimitRange min scales requests up without any limit": {
+			// Upstream scales up only when some container has a limit, and
+			// leaves this pod at 40m against a min of 100m: refused.
+			pod:  pod(container("a", rl("50m", ""), nil), container("b", rl("50m", ""), nil)),
+			rec:  recs(target("a", rl("10m", "")), target("b", rl("30m", ""))),
+			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("100m", "")}},
+			want: map[string]corev1.ResourceList{"a": rl("25m", ""), "b": rl("75m", "")},
+		},
 		"pod LimitRange counts containers without a recommendation": {
 			// b is scaled too (ForPod gives it 500m); Cap leaves it out.
 			pod:  pod(container("a", rl("1", ""), rl("1", "")), container("b", rl("1", ""), rl("1", ""))),
@@ -450,5 +458,20 @@ func TestPlanForPod(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanForPodLevelResources: containers may not request more in total
+// than the pod-level resources, LimitRanges or not.
+func TestPlanForPodLevelResources(t *testing.T) {
+	p := pod(container("a", rl("200m", ""), nil), container("b", rl("200m", ""), nil))
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("500m", "")}
+	plan := PlanForPod(p, vpaWith(nil, recs(target("a", rl("400m", "")))), LimitRanges{})
+	if plan.Changed() || plan.Conflict == nil || !strings.Contains(plan.Conflict.Error(), "must be greater than or equal to aggregate container requests of 600m") {
+		t.Errorf("plan = %+v, want no change and the conflict", plan)
+	}
+	plan = PlanForPod(p, vpaWith(nil, recs(target("a", rl("300m", "")))), LimitRanges{})
+	if !plan.Changed() || plan.Conflict != nil {
+		t.Errorf("plan = %+v, want the recommendation", plan)
 	}
 }
