@@ -31,8 +31,30 @@ type instance struct {
 	ports     []string
 }
 
-func (in *instance) run(t *testing.T, script string) (string, time.Duration) {
+// newInstance prepares a second control plane on free ports (not started) and makes sure it is
+// stopped when the test ends.
+func newInstance(t *testing.T) *instance {
 	t.Helper()
+	shared := framework.Start(t) // for the repository root and to have the binaries built
+	in := &instance{root: shared.RepoRoot, dir: filepath.Join(t.TempDir(), "cluster")}
+	for _, p := range framework.FreePorts(t, len(portNames)) {
+		in.ports = append(in.ports, strconv.Itoa(p))
+	}
+	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2"}
+	for i, name := range portNames {
+		in.env = append(in.env, name+"="+in.ports[i])
+	}
+	t.Cleanup(func() {
+		// Whatever happened, do not leave the second cluster running.
+		cmd := exec.Command(filepath.Join(in.root, "hack", "cluster", "down.sh"))
+		cmd.Env = append(os.Environ(), in.env...)
+		_ = cmd.Run()
+	})
+	return in
+}
+
+// runE runs a hack/cluster script against the instance and returns its output and duration.
+func (in *instance) runE(script string) (string, time.Duration, error) {
 	cmd := exec.Command(filepath.Join(in.root, "hack", "cluster", script))
 	cmd.Dir = in.root
 	cmd.Env = append(os.Environ(), in.env...)
@@ -40,11 +62,26 @@ func (in *instance) run(t *testing.T, script string) (string, time.Duration) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
-	took := time.Since(start)
+	return out.String(), time.Since(start), err
+}
+
+func (in *instance) run(t *testing.T, script string) (string, time.Duration) {
+	t.Helper()
+	out, took, err := in.runE(script)
 	if err != nil {
-		t.Fatalf("%s: %v\n%s", script, err, out.String())
+		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
-	return out.String(), took
+	return out, took
+}
+
+// connect returns clients for the instance.
+func (in *instance) connect(t *testing.T) *framework.Cluster {
+	t.Helper()
+	c, err := framework.Connect(in.root, in.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func (in *instance) pids(t *testing.T) map[string]int {
@@ -89,30 +126,49 @@ func listening(port string) bool {
 	return true
 }
 
-// TestClusterDownUp starts a second control plane, restarts it, checks that cluster-up reuses a
-// running cluster, and that cluster-down leaves no process and no listening port behind.
-func TestClusterDownUp(t *testing.T) {
-	shared := framework.Start(t) // for the repository root and to have the binaries built
-	in := &instance{root: shared.RepoRoot, dir: filepath.Join(t.TempDir(), "cluster")}
-	for _, p := range framework.FreePorts(t, len(portNames)) {
-		in.ports = append(in.ports, strconv.Itoa(p))
+// runBoth runs two scripts at the same time and fails the test if either fails.
+func (in *instance) runBoth(t *testing.T, a, b string) {
+	t.Helper()
+	type result struct {
+		script, out string
+		err         error
 	}
-	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2"}
-	for i, name := range portNames {
-		in.env = append(in.env, name+"="+in.ports[i])
+	results := make(chan result, 2)
+	for _, script := range []string{a, b} {
+		go func() {
+			out, _, err := in.runE(script)
+			results <- result{script, out, err}
+		}()
 	}
-	t.Cleanup(func() {
-		// Whatever happened, do not leave the second cluster running.
-		cmd := exec.Command(filepath.Join(in.root, "hack", "cluster", "down.sh"))
-		cmd.Env = append(os.Environ(), in.env...)
-		_ = cmd.Run()
-	})
+	for range 2 {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("%s (run beside another script): %v\n%s", r.script, r.err, r.out)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+}
 
-	_, fresh := in.run(t, "up.sh")
-	t.Logf("cluster-up with new state: %s", fresh.Round(100*time.Millisecond))
+// TestClusterDownUp starts a second control plane, restarts it, checks that cluster-up reuses a
+// running cluster, that cluster-up and cluster-down can run at the same time and twice, and that
+// cluster-down leaves no process and no listening port behind.
+func TestClusterDownUp(t *testing.T) {
+	in := newInstance(t)
+
+	// Two at once, as parallel test packages do: one starts the cluster, the other finds it.
+	start := time.Now()
+	in.runBoth(t, "up.sh", "up.sh")
+	t.Logf("two cluster-ups at once with new state: %s", time.Since(start).Round(100*time.Millisecond))
 	first := in.pids(t)
 	if len(first) != 6 {
 		t.Fatalf("PID files for %v, want the 6 components", first)
+	}
+	for name, pid := range first {
+		if !alive(pid) {
+			t.Errorf("%s (pid %d) not running after cluster-up", name, pid)
+		}
 	}
 
 	_, reused := in.run(t, "up.sh")
@@ -128,16 +184,33 @@ func TestClusterDownUp(t *testing.T) {
 	// Logged, not asserted: timings depend on the machine's load (see hack/cluster/README.md).
 	t.Logf("cluster-up with existing state (warm): %s", restart.Round(100*time.Millisecond))
 
-	c, err := framework.Connect(in.root, in.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := in.connect(t)
 	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{LabelSelector: "type=kwok"})
 	if err != nil || len(nodes.Items) != 2 {
 		t.Fatalf("second cluster: nodes %v, err %v", nodes, err)
 	}
 
+	// A stop beside a start: they take turns, so the cluster ends up either fully running (the
+	// stop went first) or fully stopped, never half of it.
+	in.runBoth(t, "up.sh", "down.sh")
+	after := in.pids(t)
+	switch len(after) {
+	case 0:
+		t.Log("cluster-down went second")
+	case 6:
+		t.Log("cluster-up went second")
+		for name, pid := range after {
+			if !alive(pid) {
+				t.Errorf("%s (pid %d) not running after cluster-up", name, pid)
+			}
+		}
+	default:
+		t.Errorf("after cluster-up and cluster-down at once, PID files for %v: want all 6 components or none", after)
+	}
+
 	running := in.pids(t)
+	in.run(t, "down.sh")
+	// Stopping a stopped cluster does nothing and succeeds.
 	in.run(t, "down.sh")
 	for name, pid := range running {
 		if alive(pid) {

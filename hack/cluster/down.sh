@@ -2,13 +2,16 @@
 # Stops the local control plane started by up.sh: only the processes named in its PID files, and
 # only if they still are the processes it started for this CLUSTER_DIR. Stops them in reverse
 # start order with SIGTERM, then SIGKILL after 10 s, and checks that none of the cluster's ports
-# is still listening.
+# is still listening. Takes turns with up.sh on the cluster's lock, so it never stops a cluster
+# that is half started; running it again, or on a stopped cluster, does nothing.
 #
 #   hack/cluster/down.sh           # stop, keep state (the next up.sh restarts in seconds)
 #   hack/cluster/down.sh --wipe    # stop and delete CLUSTER_DIR (certificates, etcd data, logs)
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=proc.sh
+source "${CLUSTER_HACK_DIR}/proc.sh"
 
 PIDS=${CLUSTER_DIR}/pids
 
@@ -18,25 +21,22 @@ if [[ -f "${CLUSTER_DIR}/cluster.env" ]]; then
   source <(grep -E '^[A-Z_]+_PORT=[0-9]+$' "${CLUSTER_DIR}/cluster.env")
 fi
 
-# ours <pid>: true when the process is alive and was started for this CLUSTER_DIR.
-ours() {
-  [[ -r "/proc/$1/cmdline" ]] && tr '\0' ' ' <"/proc/$1/cmdline" | grep -qF -- "${CLUSTER_DIR}/"
-}
-
+# stop <component>: stops the process in the component's PID file if it is the component's own
+# process for this CLUSTER_DIR (see proc.sh), and removes the PID file.
 stop() {
   local name=$1 pidfile=${PIDS}/$1.pid pid deadline
   [[ -f "${pidfile}" ]] || return 0
   pid=$(<"${pidfile}")
-  if ours "${pid}"; then
+  if proc_is "${pid}" "${name}" "${CLUSTER_DIR}"; then
     kill -TERM "${pid}" 2>/dev/null || true
     deadline=$((SECONDS + 10))
-    while ours "${pid}" && ((SECONDS < deadline)); do
+    while proc_is "${pid}" "${name}" "${CLUSTER_DIR}" && ((SECONDS < deadline)); do
       sleep 0.1
     done
-    if ours "${pid}"; then
+    if proc_is "${pid}" "${name}" "${CLUSTER_DIR}"; then
       log "${name} (pid ${pid}) ignored SIGTERM; sending SIGKILL"
       kill -KILL "${pid}" 2>/dev/null || true
-      while ours "${pid}"; do sleep 0.1; done
+      while proc_is "${pid}" "${name}" "${CLUSTER_DIR}"; do sleep 0.1; done
     fi
     log "stopped ${name} (pid ${pid})"
   fi
@@ -45,6 +45,10 @@ stop() {
 
 main() {
   local i port listening=()
+  if [[ -d "${CLUSTER_DIR}" ]]; then
+    lock_cluster "${CLUSTER_DIR}" 600 ||
+      die "another cluster-up or cluster-down has held ${CLUSTER_DIR}/cluster-up.lock for 10 minutes"
+  fi
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[i]}"
   done

@@ -12,6 +12,8 @@
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# shellcheck source-path=SCRIPTDIR source=proc.sh
+source "${CLUSTER_HACK_DIR}/proc.sh"
 
 PKI=${CLUSTER_DIR}/pki
 LOGS=${CLUSTER_DIR}/logs
@@ -38,25 +40,42 @@ fail_with_log() {
   die "$2 (full log: ${log})"
 }
 
-# running <component>: true when the PID file names a live process started for this CLUSTER_DIR.
+# running <component>: true when the PID file names the component's own process, started for
+# this CLUSTER_DIR (identity, see proc.sh).
 running() {
-  local pidfile=${PIDS}/$1.pid pid
-  [[ -f "${pidfile}" ]] || return 1
-  pid=$(<"${pidfile}")
-  [[ -r "/proc/${pid}/cmdline" ]] && tr '\0' ' ' <"/proc/${pid}/cmdline" | grep -qF -- "${CLUSTER_DIR}/"
+  local pidfile=${PIDS}/$1.pid
+  [[ -f "${pidfile}" ]] && proc_is "$(<"${pidfile}")" "$1" "${CLUSTER_DIR}"
+}
+
+# alive <component>: true when the process in the PID file has not exited (liveness).
+alive() {
+  local pidfile=${PIDS}/$1.pid
+  [[ -f "${pidfile}" ]] && proc_alive "$(<"${pidfile}")"
 }
 
 # start <component> <args...>: starts the component's binary in its own session, detached from
-# the caller's terminal and pipes, unless it is already running.
+# the caller's terminal and pipes, unless it is already running. Returns once the process runs
+# the binary, so that running and down.sh recognise it from then on.
 start() {
-  local name=$1
+  local name=$1 pid rc=0
   shift
   if running "${name}"; then
     return 0
   fi
   # 8>&-: the component must not inherit the lock held by this script, or it would hold it forever.
   setsid "${BIN_DIR}/${name}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 8>&- &
-  echo "$!" >"${PIDS}/${name}.pid"
+  pid=$!
+  echo "${pid}" >"${PIDS}/${name}.pid"
+  proc_wait_exec "${pid}" "${name}" "${CLUSTER_DIR}" 60 || rc=$?
+  case ${rc} in
+    0) ;;
+    1) fail_with_log "${name}" "${name} exited during start-up" ;;
+    *)
+      # Still the child forked above, so it is ours to kill.
+      kill -KILL "${pid}" 2>/dev/null || true
+      fail_with_log "${name}" "${name} had not started its binary after 60s"
+      ;;
+  esac
 }
 
 # wait_ready <component> <timeout seconds> <command...>: polls the command until it succeeds;
@@ -65,7 +84,7 @@ wait_ready() {
   local name=$1 timeout=$2 deadline=$((SECONDS + $2))
   shift 2
   until "$@" >/dev/null 2>&1; do
-    if [[ -f "${PIDS}/${name}.pid" ]] && ! running "${name}"; then
+    if ! alive "${name}"; then
       fail_with_log "${name}" "${name} exited during start-up"
     fi
     if ((SECONDS >= deadline)); then
@@ -195,12 +214,11 @@ MANIFEST
 
 main() {
   "${CLUSTER_HACK_DIR}/build.sh"
+  # Parallel callers (several test packages at once) take turns, and with down.sh; the second
+  # up.sh finds the cluster running.
+  lock_cluster "${CLUSTER_DIR}" 600 ||
+    die "another cluster-up or cluster-down has held ${CLUSTER_DIR}/cluster-up.lock for 10 minutes"
   mkdir -p "${LOGS}" "${PIDS}"
-  # Parallel callers (several test packages at once) take turns; the second finds it running.
-  exec 8>"${CLUSTER_DIR}/cluster-up.lock"
-  if ! flock --timeout 600 8; then
-    die "another cluster-up has held ${CLUSTER_DIR}/cluster-up.lock for 10 minutes"
-  fi
 
   "${CLUSTER_HACK_DIR}/gencerts.sh" "${PKI}"
   write_kubeconfig "${ADMIN_KUBECONFIG}" kubernetes-admin "${PKI}/admin.crt" "${PKI}/admin.key"
@@ -310,4 +328,7 @@ ENV
   step "cluster ready: export KUBECONFIG=${ADMIN_KUBECONFIG}"
 }
 
-main "$@"
+# Sourced (by e2e/cluster's tests of start and wait_ready), it only defines the functions.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
+fi
