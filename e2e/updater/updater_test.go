@@ -595,3 +595,98 @@ func TestRestartedUpdaterDoesNotRepeatInfeasibleResize(t *testing.T) {
 		}
 	}
 }
+
+// TestInPlaceResizeFitsPodLimitRange: under a Pod LimitRange the updater
+// resizes every container so the pod fits (upstream's numbers, 200m/512Mi
+// each), so the API server's LimitRange admission of pods/resize accepts it.
+// Resizing only the recommended container to its target would be refused.
+// Later loops plan from the original resources recorded on the pod and leave
+// it alone; planning from its resized values would scale the containers
+// again, every loop.
+func TestInPlaceResizeFitsPodLimitRange(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.keepLeaseFresh(t)
+	small, big := framework.Resources("100m", "100Mi"), framework.Resources("400m", "600Mi")
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "hamster", Replicas: 2, Containers: []framework.Container{
+		{Name: "app", Requests: small, Limits: small}, {Name: "side", Requests: big, Limits: big},
+	}})
+	original := uids(e.c.WaitForPods(t, e.ns, "app=hamster", 2, framework.PodReady))
+	// The LimitRange comes after the pods (500m of cpu limits), as to a
+	// namespace with running workloads; a resize must satisfy it.
+	_, err := e.c.Client.CoreV1().LimitRanges(e.ns).Create(ctx, &corev1.LimitRange{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-max"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
+			{Type: corev1.LimitTypePod, Max: framework.Resources("400m", "1Gi")},
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.createVPA(t, "hamster", vpav1.UpdateModeInPlaceOrRecreate, "400m", "600Mi")
+	p := e.runUpdater(t, "--v=4")
+	want := framework.Resources("200m", "512Mi")
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		done := 0
+		for _, pod := range e.pods(t, "hamster") {
+			if !original[pod.UID] {
+				t.Fatalf("pod %s is new: the resize should have been accepted\n%s", pod.Name, p.Log())
+			}
+			ok := 0
+			for _, st := range pod.Status.ContainerStatuses {
+				if st.Resources != nil && st.Resources.Requests.Cpu().Cmp(want[corev1.ResourceCPU]) == 0 &&
+					st.Resources.Requests.Memory().Cmp(want[corev1.ResourceMemory]) == 0 &&
+					st.Resources.Limits.Cpu().Cmp(want[corev1.ResourceCPU]) == 0 {
+					ok++
+				}
+			}
+			if ok == 2 {
+				done++
+			}
+		}
+		if done < 2 {
+			return false, fmt.Errorf("%d of 2 pods resized to %v in both containers", done, want)
+		}
+		return true, nil
+	})
+	loops := strings.Count(p.Log(), "Updater loop done")
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		return strings.Count(p.Log(), "Updater loop done") >= loops+3, nil
+	})
+	if n := strings.Count(p.Log(), "Resized pod in place"); n != 2 {
+		t.Errorf("%d resizes, want one per pod\n%s", n, p.Log())
+	}
+	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] != 2 || r["EvictedByVPA"] > 0 {
+		t.Errorf("events %v, want 2 InPlaceResizedByVPA and no eviction", r)
+	}
+}
+
+// TestRecommendationTheAPIServerRefusesIsNotActedOn: when no capping can
+// give a pod the API server admits (here the containers would request more
+// than the pod-level resources), the updater neither evicts nor resizes and
+// says why in an event on the VPA.
+func TestRecommendationTheAPIServerRefusesIsNotActedOn(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	e.keepLeaseFresh(t)
+	w := framework.Workload{Name: "web", Replicas: 2, Containers: lowRequests()}
+	d := w.Deployment(e.ns)
+	d.Spec.Template.Spec.Resources = &corev1.ResourceRequirements{Requests: framework.Resources("100m", "100Mi")}
+	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	original := uids(e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodReady))
+	e.createVPA(t, "web", vpav1.UpdateModeRecreate, "200m", "80Mi")
+	p := e.runUpdater(t)
+	e.assertNoEviction(t, "web", original, p, "LimitRanges", 3)
+	framework.WaitFor(t, 30*time.Second, func() (bool, error) {
+		evs, err := e.c.Client.CoreV1().Events(e.ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=VerticalPodAutoscaler,reason=LimitRangeConflict"})
+		if err != nil || len(evs.Items) == 0 {
+			return false, err
+		}
+		if msg := evs.Items[0].Message; !strings.Contains(msg, "must be greater than or equal to aggregate container requests of 200m") {
+			t.Fatalf("event message %q does not say why", msg)
+		}
+		return true, nil
+	})
+}

@@ -47,7 +47,7 @@ type Capped struct {
 // Containers without a recommendation count towards a Pod LimitRange with
 // their current requests and are scaled with the others (as upstream does),
 // but only ForPod returns what they get: Cap's result holds the containers
-// the recommendation names, the ones whose bounds mean something.
+// the recommendation names.
 func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges) Capped {
 	out := Capped{Notes: map[string][]string{}}
 	if pod == nil || rec == nil {
@@ -121,9 +121,15 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 			// Upstream's rule: under a Pod LimitRange, a container the
 			// recommendation does not cover is scaled with the others,
 			// starting from its requests. It has no bounds.
+			// With the bounds capped too, they start from the requests as
+			// well, so that target and bounds are scaled alike.
 			target = resourceList{m: c.Resources.Requests, shared: true}
 			copies[i] = vpav1.RecommendedContainerResources{ContainerName: c.Name}
 			r = &copies[i]
+			if !opts.targetOnly {
+				r.LowerBound = controlled(c.Resources.Requests.DeepCopy(), cp)
+				r.UpperBound = controlled(c.Resources.Requests.DeepCopy(), cp)
+			}
 			out.inserted[i] = true
 		case r == nil:
 			continue

@@ -129,7 +129,7 @@ func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recomme
 		return nil, err
 	}
 	rec := Record{Started: metav1.NewTime(now), Generation: resized.Generation, Requests: requested}
-	if err := c.writeRecord(ctx, pod, rec, true); err != nil {
+	if err := c.writeRecord(ctx, pod, rec, true, originals(pod, requested)); err != nil {
 		return requested, fmt.Errorf("resized, but recording the resize: %w", err)
 	}
 	return requested, nil
@@ -141,7 +141,7 @@ func (c Client) RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) 
 	if rec, ok := Read(pod); ok && rec.Current(pod) {
 		return nil
 	}
-	return c.writeRecord(ctx, pod, Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: specRequests(pod)}, false)
+	return c.writeRecord(ctx, pod, Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: specRequests(pod)}, false, "")
 }
 
 // MarkInfeasible records that the pod's current resize was reported
@@ -157,10 +157,47 @@ func (c Client) MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Ti
 	}
 	rec.Infeasible = true
 	rec.Requests = specRequests(pod)
-	return rec, c.writeRecord(ctx, pod, rec, false)
+	return rec, c.writeRecord(ctx, pod, rec, false, "")
 }
 
-func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, updated bool) error {
+// originals returns the openvpa.io/original-resources value after a resize
+// of the containers in resized: the annotation as it is, plus the resources
+// before this resize of every resized container it does not record yet. It
+// returns "" when the annotation needs no change (or does not decode, and
+// is left alone).
+func originals(pod *corev1.Pod, resized map[string]corev1.ResourceList) string {
+	orig, ok, err := annotations.OriginalOf(pod)
+	if err != nil {
+		return ""
+	}
+	if !ok {
+		orig = annotations.Original{}
+	}
+	added := false
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if _, done := orig[c.Name]; done {
+			continue
+		}
+		if _, ok := resized[c.Name]; !ok {
+			continue
+		}
+		orig[c.Name] = annotations.Resources{Requests: c.Resources.Requests, Limits: c.Resources.Limits}
+		added = true
+	}
+	if !added {
+		return ""
+	}
+	v, err := annotations.EncodeOriginal(orig)
+	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// writeRecord writes rec on the pod; with updated, it marks the pod updated
+// in place; a non-empty original is the new openvpa.io/original-resources.
+func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, updated bool, original string) error {
 	value, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -168,6 +205,9 @@ func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, up
 	ann := map[string]string{Annotation: string(value)}
 	if updated {
 		ann[annotations.InPlaceUpdated] = "true"
+	}
+	if original != "" {
+		ann[annotations.OriginalResources] = original
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {

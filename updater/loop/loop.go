@@ -163,7 +163,9 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	start := u.d.Clock.Now()
 	defer func() {
-		u.d.Metrics.ExecutionLatency.WithLabelValues("total").Observe(u.d.Clock.Since(start).Seconds())
+		took := u.d.Clock.Since(start)
+		u.d.Metrics.ExecutionLatency.WithLabelValues("total").Observe(took.Seconds())
+		logger.V(4).Info("Updater loop done", "duration", took)
 	}()
 
 	if u.cfg.UseAdmissionControllerStatus {
@@ -300,7 +302,12 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		} else {
 			observedSet = nil
 		}
-		capped := recommendation.Cap(pod, rec, vpa.Spec.ResourcePolicy, lr)
+		// Plans start from the pod as it was before OpenVPA changed it, as
+		// the admission controller's did, so that a pod already updated
+		// gets the same plan again rather than one scaled from its
+		// updated values.
+		base := recommendation.Baseline(pod)
+		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, lr)
 		in := priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, now)
 		d := priority.Decide(pcfg, in)
 		if !d.Update {
@@ -310,7 +317,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(pod))
 			continue
 		}
-		plan := recommendation.PlanForPod(pod, vpa, lr)
+		plan := recommendation.PlanForPod(base, vpa, lr)
 		if plan.Conflict != nil {
 			u.limitRangeConflict(logger, vpa, pod, plan)
 			if !plan.PolicyOverridden {
