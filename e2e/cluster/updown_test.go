@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/openvpa/openvpa/e2e/framework"
@@ -225,4 +227,97 @@ func TestClusterDownUp(t *testing.T) {
 	if left := in.pids(t); len(left) != 0 {
 		t.Errorf("PID files left after cluster-down: %v", left)
 	}
+}
+
+// TestPodsRunAfterRestart restarts a second control plane, and then kwok alone, and checks that
+// kwok acts on pods at once: pods created right after cluster-up, or while kwok was down, run,
+// and a deleted pod is removed. kwok used to leave them Pending or Terminating for minutes: a new
+// kwok process waited for its predecessor's node leases to expire, ignored the pods' events
+// meanwhile, and had no worker to replay them once it took the nodes over.
+func TestPodsRunAfterRestart(t *testing.T) {
+	in := newInstance(t)
+	in.run(t, "up.sh")
+	c := in.connect(t)
+	ns := c.NewNamespace(t)
+	c.CreateDeployment(t, ns, framework.Workload{Name: "before", Replicas: 2})
+	before := c.WaitForPods(t, ns, "app=before", 2, framework.PodRunning)
+
+	in.run(t, "down.sh")
+	in.run(t, "up.sh")
+	c = in.connect(t)
+
+	// On a fresh cluster a pod runs within a second or two; 30 s leaves room for a loaded machine
+	// and is well below the 40 s a previous kwok's leases take to expire.
+	const deadline = 30 * time.Second
+	ctx := context.Background()
+	c.CreateDeployment(t, ns, framework.Workload{Name: "after", Replicas: 2})
+	waitPods(t, c, ns, "app=after", deadline, allRunning(2))
+
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, before[0].Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPods(t, c, ns, "app=before", deadline, func(pods []corev1.Pod) error {
+		for _, p := range pods {
+			if p.Name == before[0].Name {
+				return fmt.Errorf("deleted pod %s still there (deletionTimestamp %v)", p.Name, p.DeletionTimestamp)
+			}
+		}
+		return nil
+	})
+
+	// kwok alone stops, as if it crashed; pods created meanwhile are scheduled to its nodes and
+	// wait. cluster-up starts kwok again, which must take the nodes over and start them.
+	pid := in.pids(t)["kwok"]
+	if !procCheck(t, "proc_is", strconv.Itoa(pid), "kwok", in.dir) {
+		t.Fatalf("PID file of kwok names pid %d, which is not this cluster's kwok", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, time.Minute, func() (bool, error) { return !alive(pid), nil })
+	c.CreateDeployment(t, ns, framework.Workload{Name: "during", Replicas: 2})
+	waitPods(t, c, ns, "app=during", time.Minute, func(pods []corev1.Pod) error {
+		if len(pods) != 2 {
+			return fmt.Errorf("%d pods, want 2", len(pods))
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName == "" {
+				return fmt.Errorf("pod %s not scheduled yet", p.Name)
+			}
+		}
+		return nil
+	})
+	in.run(t, "up.sh")
+	waitPods(t, c, ns, "app=during", deadline, allRunning(2))
+}
+
+// allRunning accepts exactly n pods, all Running.
+func allRunning(n int) func([]corev1.Pod) error {
+	return func(pods []corev1.Pod) error {
+		if len(pods) != n {
+			return fmt.Errorf("%d pods, want %d", len(pods), n)
+		}
+		for _, p := range pods {
+			if !framework.PodRunning(&p) {
+				return fmt.Errorf("pod %s on node %q is %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+			}
+		}
+		return nil
+	}
+}
+
+// waitPods polls the pods matching selector until check accepts them, and fails the test with
+// check's last complaint if that has not happened within timeout.
+func waitPods(t *testing.T, c *framework.Cluster, ns, selector string, timeout time.Duration, check func([]corev1.Pod) error) {
+	t.Helper()
+	framework.WaitFor(t, timeout, func() (bool, error) {
+		list, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, err
+		}
+		if err := check(list.Items); err != nil {
+			return false, err
+		}
+		return true, nil
+	})
 }

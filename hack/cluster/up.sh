@@ -144,6 +144,29 @@ nodes_ready() {
   ((n >= CLUSTER_NODES))
 }
 
+# reset_kwok_leases deletes the node leases of the kwok nodes. Call it only while no kwok runs: kwok
+# is their only holder, it names itself anew on every start (hostname and a random UUID) and does
+# not release its leases on exit, so a new kwok would otherwise treat the nodes as another kwok's
+# and leave their pods alone until the old leases expire (nodeLeaseDurationSeconds, 40 s).
+reset_kwok_leases() {
+  local names nodes=()
+  names=$(kubectl get nodes --selector type=kwok --output 'jsonpath={.items[*].metadata.name}') || return 1
+  read -ra nodes <<<"${names}"
+  if ((${#nodes[@]} > 0)); then
+    kubectl delete lease --namespace kube-node-lease --ignore-not-found "${nodes[@]}" >/dev/null || return 1
+  fi
+}
+
+# kwok_leases_held: true when every kwok node has a lease with a holder: kwok has taken the nodes
+# over and acts on their pods (after reset_kwok_leases only the running kwok can have made them).
+kwok_leases_held() {
+  local i
+  for ((i = 0; i < CLUSTER_NODES; i++)); do
+    api_get "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/kwok-node-${i}" |
+      grep -q '"holderIdentity":"' || return 1
+  done
+}
+
 metrics_available() {
   api_get /apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io |
     grep -q '"type":"Available","status":"True"'
@@ -296,6 +319,9 @@ ENV
   wait_ready kube-controller-manager 60 api_get /api/v1/namespaces/default/serviceaccounts/default
   step "kube-controller-manager and kube-scheduler ready"
 
+  if ! running kwok; then
+    reset_kwok_leases || fail_with_log kwok "could not delete the kwok nodes' leases left by the previous kwok"
+  fi
   start kwok --kubeconfig="${ADMIN_KUBECONFIG}" --config="${CLUSTER_HACK_DIR}/conf/kwok.yaml" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --node-ip=127.0.0.1 --node-port="${KWOK_PORT}" --server-address="127.0.0.1:${KWOK_PORT}" \
@@ -307,6 +333,7 @@ ENV
     kubectl create -f - >/dev/null <<<"${nodes}" || fail_with_log kwok "could not create the kwok nodes"
   fi
   wait_ready kwok 60 nodes_ready
+  wait_ready kwok 60 kwok_leases_held
   step "kwok ready with ${CLUSTER_NODES} Ready nodes"
 
   # metrics-server requires --metric-resolution above --kubelet-request-timeout.
