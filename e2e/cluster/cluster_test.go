@@ -264,53 +264,79 @@ func TestResizePending(t *testing.T) {
 	}
 }
 
+// TestEvictionHonoursPDB checks the Eviction API against a PodDisruptionBudget: of two ready pods
+// under minAvailable 1, one may be evicted and the other not, until a new ready pod restores the
+// budget. The pods are bare, with no controller: a Deployment's replacement pod becomes Ready at
+// once on KWOK, and the disruption controller then rightly allows a second eviction, so a test
+// built on one races the controller.
 func TestEvictionHonoursPDB(t *testing.T) {
 	t.Parallel()
 	c := framework.Start(t)
 	ns := c.NewNamespace(t)
 	ctx := context.Background()
-	c.CreateDeployment(t, ns, framework.Workload{Name: "web", Replicas: 2})
-	pods := c.WaitForPods(t, ns, "app=web", 2, framework.PodReady)
+	web := map[string]string{"app": "web"}
+	for _, name := range []string{"web-0", "web-1"} {
+		c.CreatePod(t, ns, framework.Workload{Name: name, Labels: web})
+	}
+	c.WaitForPods(t, ns, "app=web", 2, framework.PodReady)
 
 	minAvailable := intstr.FromInt32(1)
 	_, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "web"},
 		Spec: policyv1.PodDisruptionBudgetSpec{
 			MinAvailable: &minAvailable,
-			Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			Selector:     &metav1.LabelSelector{MatchLabels: web},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		return pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.DisruptionsAllowed == 1, nil
-	})
+	// The Eviction API refuses evictions until the disruption controller has computed the status.
+	waitDisruptionsAllowed := func(want int32) {
+		t.Helper()
+		framework.WaitFor(t, time.Minute, func() (bool, error) {
+			pdb, err := c.Client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if pdb.Status.ObservedGeneration != pdb.Generation || pdb.Status.DisruptionsAllowed != want {
+				return false, fmt.Errorf("observedGeneration %d of %d, disruptionsAllowed %d, want %d",
+					pdb.Status.ObservedGeneration, pdb.Generation, pdb.Status.DisruptionsAllowed, want)
+			}
+			return true, nil
+		})
+	}
+	waitDisruptionsAllowed(1)
 
 	evict := func(pod string) error {
 		return c.Client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{
 			ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: ns},
 		})
 	}
-	if err := evict(pods[0].Name); err != nil {
+	if err := evict("web-0"); err != nil {
 		t.Fatalf("first eviction: %v", err)
 	}
-	err = evict(pods[1].Name)
+	// The eviction spent the budget in the PDB's status, and with one healthy pod left and no
+	// controller to replace web-0, nothing can restore it.
+	err = evict("web-1")
 	if !apierrors.IsTooManyRequests(err) {
 		t.Fatalf("second eviction: got %v, want 429 TooManyRequests (the PDB allows one disruption)", err)
 	}
 	t.Logf("second eviction refused: %v", err)
 
-	// The evicted pod is gone and the ReplicaSet replaced it.
+	// The evicted pod is deleted (KWOK removes it at once).
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, pods[0].Name, metav1.GetOptions{})
+		_, err := c.Client.CoreV1().Pods(ns).Get(ctx, "web-0", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
-	c.WaitForPods(t, ns, "app=web", 2, framework.PodReady)
+
+	// A new ready pod restores the budget, and the refused eviction goes through.
+	c.CreatePod(t, ns, framework.Workload{Name: "web-2", Labels: web})
+	c.WaitForPod(t, ns, "web-2", framework.PodReady)
+	waitDisruptionsAllowed(1)
+	if err := evict("web-1"); err != nil {
+		t.Fatalf("eviction after the budget was restored: %v", err)
+	}
 }
 
 func TestOOMKill(t *testing.T) {
