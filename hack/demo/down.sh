@@ -1,26 +1,49 @@
 #!/usr/bin/env bash
 # make demo-down: stops what make demo started, by PID (the components, the
 # usage driver and the local control plane), removes the demo's webhook
-# configuration, and checks that nothing is left listening.
+# configuration, and checks that nothing is left listening. A PID file whose
+# process is no longer what the demo started is only removed.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=${DEMO_DIR:-$ROOT/_output/demo}
-export KUBECONFIG=$ROOT/_output/cluster/kubeconfig
+export CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
+export KUBECONFIG=$CLUSTER_DIR/kubeconfig
+# shellcheck source-path=SCRIPTDIR source=../cluster/proc.sh
+source "$ROOT/hack/cluster/proc.sh"
 
 if [[ -f $KUBECONFIG ]]; then
   "$ROOT/hack/cluster/kubectl.sh" delete mutatingwebhookconfiguration openvpa-demo --ignore-not-found --request-timeout=5s >/dev/null 2>&1 || true
 fi
 
+# ours NAME PID: a component runs its binary (named like its PID file) with an
+# argument under DEMO_DIR; the usage driver is a subshell of hack/demo/up.sh.
+ours() {
+  local args=()
+  if [[ $1 != usage-driver ]]; then
+    proc_is "$2" "$1" "$DEMO_DIR"
+    return
+  fi
+  proc_alive "$2" || return 1
+  { mapfile -d '' -t args <"/proc/$2/cmdline"; } 2>/dev/null || return 1
+  [[ " ${args[*]} " == *"hack/demo/up.sh "* ]]
+}
+
 for pidfile in "$DEMO_DIR"/pids/*.pid; do
   [[ -f $pidfile ]] || continue
-  pid=$(cat "$pidfile")
-  if kill -0 "$pid" 2>/dev/null; then
-    echo "stopping $(basename "$pidfile" .pid) (pid $pid)"
+  name=$(basename "$pidfile" .pid)
+  pid=$(<"$pidfile")
+  if ours "$name" "$pid"; then
+    echo "stopping $name (pid $pid)"
     pkill -TERM -P "$pid" 2>/dev/null || true
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do
+      ours "$name" "$pid" || break
+      sleep 0.2
+    done
+    if ours "$name" "$pid"; then
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
   fi
   rm -f "$pidfile"
 done

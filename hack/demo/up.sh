@@ -6,17 +6,28 @@
 # in and applied, and shows them. hack/demo/down.sh (make demo-down) stops it.
 #
 # Short intervals are passed as flags below; the components run their normal
-# code paths.
+# code paths. Every step fails the demo, saying why, if it fails. CLUSTER_DIR
+# (and the ports, see hack/cluster/lib.sh) select another local cluster.
 set -euo pipefail
+# Command substitutions fail the script too, so a failing helper is never
+# taken for an empty answer.
+shopt -s inherit_errexit
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 DEMO_DIR=${DEMO_DIR:-$ROOT/_output/demo}
 TIMEOUT=${DEMO_TIMEOUT:-420}
-export KUBECONFIG=$ROOT/_output/cluster/kubeconfig
+export CLUSTER_DIR=${CLUSTER_DIR:-$ROOT/_output/cluster}
+export KUBECONFIG=$CLUSTER_DIR/kubeconfig
 kubectl() { "$ROOT/hack/cluster/kubectl.sh" "$@"; }
+# shellcheck source-path=SCRIPTDIR source=../cluster/proc.sh
+source "$ROOT/hack/cluster/proc.sh"
 
 start=$(date +%s)
 step() { printf '\n==> [%3ss] %s\n' "$(($(date +%s) - start))" "$*"; }
+die() {
+  printf 'ERROR: %s\n' "$*" >&2
+  exit 1
+}
 
 step "Building the components"
 make -C "$ROOT" --no-print-directory build
@@ -32,28 +43,95 @@ kubectl wait --for condition=established --timeout=60s \
 
 mkdir -p "$DEMO_DIR/pids" "$DEMO_DIR/logs" "$DEMO_DIR/certs"
 
-# impersonating_kubeconfig NAME writes a copy of the admin kubeconfig whose user
-# acts as the ServiceAccount kube-system/NAME.
+# impersonating_kubeconfig NAME writes $DEMO_DIR/NAME.kubeconfig: the admin
+# credentials with `as: system:serviceaccount:kube-system:NAME`, so the API
+# server authorises every request as that ServiceAccount and only its RBAC
+# from deploy/rbac applies (as e2e/framework's ImpersonatingKubeconfig does).
+# Then it checks that the API server sees that user. The file is written
+# directly: `kubectl config set users.X.as` cannot set the field (kubectl
+# names it act-as), and failed with "can't set a map to a value".
 impersonating_kubeconfig() {
-  local out=$DEMO_DIR/$1.kubeconfig user
-  cp "$KUBECONFIG" "$out"
-  user=$(kubectl --kubeconfig "$out" config view -o jsonpath='{.contexts[0].context.user}')
-  kubectl --kubeconfig "$out" config set "users.$user.as" "system:serviceaccount:kube-system:$1" >/dev/null
-  echo "$out"
+  local name=$1 out=$DEMO_DIR/$1.kubeconfig sa=system:serviceaccount:kube-system:$1 admin=() who
+  mapfile -t admin < <(kubectl config view --raw --minify --output 'jsonpath={.clusters[0].cluster.server}{"\n"}{.clusters[0].cluster.certificate-authority-data}{"\n"}{.users[0].user.client-certificate-data}{"\n"}{.users[0].user.client-key-data}{"\n"}')
+  if [[ ${#admin[@]} -ne 4 || -z ${admin[0]} || -z ${admin[1]} || -z ${admin[2]} || -z ${admin[3]} ]]; then
+    die "$KUBECONFIG: no server, CA and client certificate embedded; cannot derive $out"
+  fi
+  (
+    umask 077
+    cat >"$out.tmp" <<KUBECONFIG
+apiVersion: v1
+kind: Config
+clusters:
+- name: openvpa-local
+  cluster:
+    server: ${admin[0]}
+    certificate-authority-data: ${admin[1]}
+users:
+- name: $sa
+  user:
+    client-certificate-data: ${admin[2]}
+    client-key-data: ${admin[3]}
+    as: $sa
+contexts:
+- name: $name
+  context:
+    cluster: openvpa-local
+    user: $sa
+current-context: $name
+KUBECONFIG
+  )
+  mv -f "$out.tmp" "$out"
+  who=$(kubectl --kubeconfig "$out" auth whoami --output 'jsonpath={.status.userInfo.username}')
+  [[ $who == "$sa" ]] || die "$out authenticates as '$who', want $sa"
+  echo "    $name acts as $who (kubectl auth whoami --kubeconfig $out)"
 }
 
-# run NAME BINARY ARGS...: starts a component in the background unless it runs.
-run() {
-  local name=$1 bin=$2 pidfile=$DEMO_DIR/pids/$1.pid
-  shift 2
-  if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")" 2>/dev/null || true
-    while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.2; done
+# stop_component NAME BINARY: stops the component a previous run started, if
+# its PID file still names it (the binary, run with this demo's kubeconfig).
+stop_component() {
+  local pidfile=$DEMO_DIR/pids/$1.pid pid deadline
+  [[ -f $pidfile ]] || return 0
+  pid=$(<"$pidfile")
+  if proc_is "$pid" "$2" "$DEMO_DIR"; then
+    kill -TERM "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while proc_is "$pid" "$2" "$DEMO_DIR"; do
+      if ((SECONDS >= deadline)); then
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+      sleep 0.2
+    done
   fi
-  nohup "$ROOT/bin/$bin" --kubeconfig "$(impersonating_kubeconfig "$name")" "$@" \
+  rm -f "$pidfile"
+}
+
+# run NAME BINARY ARGS...: (re)starts a component in the background, acting as
+# the ServiceAccount kube-system/NAME.
+run() {
+  local name=$1 bin=$2 kubeconfig=$DEMO_DIR/$1.kubeconfig
+  shift 2
+  stop_component "$name" "$bin"
+  impersonating_kubeconfig "$name"
+  nohup "$ROOT/bin/$bin" --kubeconfig "$kubeconfig" "$@" \
     >"$DEMO_DIR/logs/$name.log" 2>&1 &
-  echo $! >"$pidfile"
-  echo "    $name: pid $!, log _output/demo/logs/$name.log"
+  echo $! >"$DEMO_DIR/pids/$name.pid"
+  echo "    $name: pid $!, log $DEMO_DIR/logs/$name.log"
+}
+
+# wait_ready NAME BINARY PORT: waits until the component's /readyz answers;
+# fails with its log if it exits or is not ready within 60 s.
+wait_ready() {
+  local name=$1 bin=$2 port=$3 deadline=$((SECONDS + 60)) pid
+  pid=$(<"$DEMO_DIR/pids/$name.pid")
+  until curl -fsS --max-time 2 "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+    if ! proc_alive "$pid" || ((SECONDS >= deadline)); then
+      printf '%s\n' "----- last 30 lines of $DEMO_DIR/logs/$name.log -----" >&2
+      tail -n 30 "$DEMO_DIR/logs/$name.log" >&2
+      if proc_alive "$pid"; then die "$name not ready on port $port after 60s"; fi
+      die "$name exited during start-up"
+    fi
+    sleep 0.2
+  done
 }
 
 step "Starting the three components (scoped to the demo namespace)"
@@ -67,17 +145,9 @@ run vpa-recommender vpa-recommender \
 run vpa-updater vpa-updater \
   --vpa-object-namespace=demo --updater-interval=10s --address=127.0.0.1:18943
 
-for port in 18944 18942 18943; do
-  for _ in $(seq 1 150); do
-    curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
-  curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || {
-    echo "a component on port $port did not become ready; see _output/demo/logs/" >&2
-    tail -n 30 "$DEMO_DIR"/logs/*.log >&2
-    exit 1
-  }
-done
+wait_ready vpa-admission-controller vpa-admission-controller 18944
+wait_ready vpa-recommender vpa-recommender 18942
+wait_ready vpa-updater vpa-updater 18943
 echo "    all three report ready"
 
 step "Creating the demo workloads and their VPAs (Off, Initial, Recreate, InPlaceOrRecreate)"
@@ -86,7 +156,15 @@ kubectl -n demo get deploy
 
 # The usage driver changes the simulated usage: spiky CPU jumps between 100m
 # and 900m, leaky memory grows by 20Mi per tick until it passes its limit.
-if [[ -f $DEMO_DIR/pids/usage-driver.pid ]]; then kill "$(cat "$DEMO_DIR/pids/usage-driver.pid")" 2>/dev/null || true; fi
+# A previous run's driver is a subshell of this script; stop it if its PID file
+# still names one.
+if [[ -f $DEMO_DIR/pids/usage-driver.pid ]]; then
+  old=$(<"$DEMO_DIR/pids/usage-driver.pid")
+  if proc_alive "$old" && { tr '\0' ' ' <"/proc/$old/cmdline"; } 2>/dev/null | grep -qF 'hack/demo/up.sh '; then
+    pkill -TERM -P "$old" 2>/dev/null || true
+    kill -TERM "$old" 2>/dev/null || true
+  fi
+fi
 (
   tick=0
   while true; do
@@ -106,18 +184,27 @@ if [[ -f $DEMO_DIR/pids/usage-driver.pid ]]; then kill "$(cat "$DEMO_DIR/pids/us
 ) >"$DEMO_DIR/logs/usage-driver.log" 2>&1 &
 echo $! >"$DEMO_DIR/pids/usage-driver.pid"
 
+# The counters below fail the demo if kubectl fails; only grep's "no match"
+# (a count of 0) is not an error.
 provided() {
-  kubectl -n demo get vpa -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RecommendationProvided")].status}{"\n"}{end}' | grep -c '^True$' || true
+  local out
+  out=$(kubectl -n demo get vpa -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="RecommendationProvided")].status}{"\n"}{end}')
+  grep -c '^True$' <<<"$out" || true
 }
 patched_pods() { # pods of app $1 created with a recommendation from the admission controller
-  kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.annotations.vpaUpdates}{"\n"}{end}' | grep -c . || true
+  local out
+  out=$(kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.annotations.vpaUpdates}{"\n"}{end}')
+  grep -c . <<<"$out" || true
 }
 sampled() { # VPAs whose CPU target is above the pod minimum, i.e. built from real samples
-  kubectl -n demo get vpa -o jsonpath='{range .items[*]}{.status.recommendation.containerRecommendations[0].target.cpu}{"\n"}{end}' |
-    grep -vc -e '^$' -e '^25m$' -e '^12m$' || true
+  local out
+  out=$(kubectl -n demo get vpa -o jsonpath='{range .items[*]}{.status.recommendation.containerRecommendations[0].target.cpu}{"\n"}{end}')
+  grep -vc -e '^$' -e '^25m$' -e '^12m$' <<<"$out" || true
 }
 resized() { # pods of app $1 whose running container has more than its original 20m CPU
-  kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.status.containerStatuses[0].resources.requests.cpu}{"\n"}{end}' | grep -vc '^20m$' || true
+  local out
+  out=$(kubectl -n demo get pods -l "app=$1" -o jsonpath='{range .items[*]}{.status.containerStatuses[0].resources.requests.cpu}{"\n"}{end}')
+  grep -vc -e '^$' -e '^20m$' <<<"$out" || true
 }
 
 step "Waiting for recommendations (metrics-server needs two scrapes, then one recommender loop)"
@@ -128,9 +215,10 @@ while :; do
   initial=$(patched_pods spiky)
   rolled=$(patched_pods leaky)
   inplace=$(resized resizable)
+  samples=$(sampled)
   printf '    [%3ss] VPAs with a recommendation: %s/4 · Initial pods patched: %s/2 · Recreate pods rolled: %s/2 · pods resized in place: %s/2\n' \
     "$now" "$p" "$initial" "$rolled" "$inplace"
-  if ((p == 4 && restarted == 0 && $(sampled) == 4)); then
+  if ((p == 4 && restarted == 0 && samples == 4)); then
     echo "    all four recommendations rest on usage samples: restarting the Initial-mode Deployment so its new pods get them"
     kubectl -n demo rollout restart deploy/spiky >/dev/null
     restarted=1
@@ -145,6 +233,14 @@ while :; do
   fi
   sleep 5
 done
+
+# A component acting as its ServiceAccount logs the API server's refusals; the
+# demo is only a success if deploy/rbac let every component do its work.
+step "Checking that deploy/rbac allowed the components everything they asked"
+if grep -i 'forbidden' "$DEMO_DIR"/logs/vpa-*.log >&2; then
+  die "a component was refused by RBAC (above); deploy/rbac lacks a permission"
+fi
+echo "    no request refused"
 
 step "kubectl get vpa -n demo"
 kubectl -n demo get vpa
