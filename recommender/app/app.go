@@ -211,6 +211,7 @@ func lead(ctx, root context.Context, o *options.Options, clients input.Clients, 
 		Clock:       clk,
 		Prom:        prom,
 		OnLoop:      lh.MarkLoop,
+		LimitRanges: inf.LimitRanges,
 	})
 	if err := rec.Restore(ctx); err != nil {
 		// Without the saved history the first statuses would regress; retry

@@ -18,6 +18,7 @@ import (
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -38,6 +39,8 @@ type Informers struct {
 
 	PodLister PodLister
 	VPALister vpalisters.VerticalPodAutoscalerLister
+	// LimitRanges returns a namespace's LimitRanges, merged.
+	LimitRanges func(namespace string) recommendation.LimitRanges
 
 	all []cache.SharedIndexInformer
 }
@@ -96,6 +99,20 @@ func NewInformers(c Clients, namespace string, oom *OOMObserver) (*Informers, er
 	in.PodLister = NewPodLister(pods.GetIndexer())
 	vpas := in.add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, target.StripManagedFields)
 	in.VPALister = vpalisters.NewVerticalPodAutoscalerLister(vpas.GetIndexer())
+	lrs := in.add(c.Core, "limitranges", namespace, &corev1.LimitRange{}, DefaultResync, nil, target.StripManagedFields).GetIndexer()
+	in.LimitRanges = func(ns string) recommendation.LimitRanges {
+		objs, err := lrs.ByIndex(cache.NamespaceIndex, ns)
+		if err != nil || len(objs) == 0 {
+			return recommendation.LimitRanges{}
+		}
+		items := make([]*corev1.LimitRange, 0, len(objs))
+		for _, o := range objs {
+			if lr, ok := o.(*corev1.LimitRange); ok {
+				items = append(items, lr)
+			}
+		}
+		return recommendation.MergeLimitRanges(items)
+	}
 	events := in.add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.AndSelectors(
 			fields.OneTermEqualSelector("reason", "Evicted"),

@@ -197,10 +197,12 @@ func TestTrimPod(t *testing.T) {
 		Containers: []Container{
 			// The status's actuated request wins over the spec's.
 			{Name: "app", Memory: 200 << 20, HasStatus: true, Running: true, RestartCount: 2,
-				LastTerminated: &Termination{Reason: "OOMKilled", FinishedAt: finished}},
-			{Name: "side", HasStatus: true, Terminated: &Termination{Reason: "Completed", FinishedAt: finished}},
+				LastTerminated: &Termination{Reason: "OOMKilled", FinishedAt: finished},
+				Spec:           Resources{CPURequest: 100, CPULimit: 1000, MemoryRequest: 100 << 20, MemoryLimit: -1}},
+			{Name: "side", HasStatus: true, Terminated: &Termination{Reason: "Completed", FinishedAt: finished},
+				Spec: Resources{CPURequest: 10, CPULimit: 1000, MemoryRequest: -1, MemoryLimit: -1}},
 			// No status reported yet: the spec's request.
-			{Name: "new", Memory: 50 << 20},
+			{Name: "new", Memory: 50 << 20, Spec: Resources{CPURequest: 10, CPULimit: 1000, MemoryRequest: 50 << 20, MemoryLimit: -1}},
 		},
 	}
 	got, err := TrimPod(in)

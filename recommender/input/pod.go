@@ -2,6 +2,7 @@ package input
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -22,11 +23,16 @@ type Pod struct {
 	Phase          corev1.PodPhase
 	InitContainers []string
 	Containers     []Container
+	// PodResources are the pod-level resources, nil when the pod sets none.
+	PodResources *corev1.ResourceRequirements
 }
 
 // Container is one container of a Pod's spec with its status.
 type Container struct {
 	Name string
+	// Spec holds the cpu and memory requests and limits of the spec, for
+	// checking the recommendation against the namespace's LimitRanges.
+	Spec Resources
 	// Memory is the memory request an OOM of this container is attributed
 	// to: the actuated request from the container status when reported,
 	// else the spec's (0 when the spec has none).
@@ -38,6 +44,67 @@ type Container struct {
 	RestartCount   int32
 	Terminated     *Termination
 	LastTerminated *Termination
+}
+
+// Resources are a container's cpu and memory requests and limits, in
+// millicores and bytes; -1 where the spec sets none.
+type Resources struct {
+	CPURequest, CPULimit, MemoryRequest, MemoryLimit int64
+}
+
+func resourcesOf(r *corev1.ResourceRequirements) Resources {
+	get := func(l corev1.ResourceList, name corev1.ResourceName) int64 {
+		q, ok := l[name]
+		if !ok {
+			return -1
+		}
+		if name == corev1.ResourceCPU {
+			return q.MilliValue()
+		}
+		return q.Value()
+	}
+	return Resources{
+		CPURequest: get(r.Requests, corev1.ResourceCPU), CPULimit: get(r.Limits, corev1.ResourceCPU),
+		MemoryRequest: get(r.Requests, corev1.ResourceMemory), MemoryLimit: get(r.Limits, corev1.ResourceMemory),
+	}
+}
+
+func (r Resources) lists() (requests, limits corev1.ResourceList) {
+	set := func(l *corev1.ResourceList, name corev1.ResourceName, v int64) {
+		if v < 0 {
+			return
+		}
+		if *l == nil {
+			*l = corev1.ResourceList{}
+		}
+		if name == corev1.ResourceCPU {
+			(*l)[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		} else {
+			(*l)[name] = *resource.NewQuantity(v, resource.BinarySI)
+		}
+	}
+	set(&requests, corev1.ResourceCPU, r.CPURequest)
+	set(&requests, corev1.ResourceMemory, r.MemoryRequest)
+	set(&limits, corev1.ResourceCPU, r.CPULimit)
+	set(&limits, corev1.ResourceMemory, r.MemoryLimit)
+	return requests, limits
+}
+
+// SpecPod returns the pod's containers with their cpu and memory requests
+// and limits as a *corev1.Pod, for pkg/recommendation. Init containers are
+// left out.
+func (p *Pod) SpecPod() *corev1.Pod {
+	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	out.Spec.Containers = make([]corev1.Container, len(p.Containers))
+	for i := range p.Containers {
+		c := &out.Spec.Containers[i]
+		c.Name = p.Containers[i].Name
+		c.Resources.Requests, c.Resources.Limits = p.Containers[i].Spec.lists()
+	}
+	if p.PodResources != nil {
+		out.Spec.Resources = p.PodResources.DeepCopy()
+	}
+	return out
 }
 
 // Termination is why and when a container terminated.
@@ -74,7 +141,10 @@ func TrimPod(obj any) (any, error) {
 	for i := range p.Spec.Containers {
 		c := &p.Spec.Containers[i]
 		q := c.Resources.Requests[corev1.ResourceMemory]
-		out.Containers[i] = Container{Name: c.Name, Memory: model.ResourceAmount(q.Value())}
+		out.Containers[i] = Container{Name: c.Name, Memory: model.ResourceAmount(q.Value()), Spec: resourcesOf(&c.Resources)}
+	}
+	if p.Spec.Resources != nil {
+		out.PodResources = p.Spec.Resources.DeepCopy()
 	}
 	for i := range p.Status.ContainerStatuses {
 		s := &p.Status.ContainerStatuses[i]

@@ -21,6 +21,7 @@ import (
 	vpafake "github.com/openvpa/openvpa/apis/generated/clientset/versioned/fake"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/estimator"
@@ -59,6 +60,8 @@ type harness struct {
 	metricErr error
 	ooms      []input.OOM
 	cfg       Config
+	// limitRanges per namespace, for Deps.LimitRanges.
+	limitRanges map[string]recommendation.LimitRanges
 }
 
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
@@ -97,6 +100,7 @@ func (h *harness) newRecommender() *Recommender {
 		Status:      APIStatusWriter{Client: h.client.AutoscalingV1()},
 		Estimator:   estimator.NewPercentile(estimator.DefaultConfig()),
 		Clock:       h.clk,
+		LimitRanges: func(ns string) recommendation.LimitRanges { return h.limitRanges[ns] },
 	})
 }
 
@@ -153,6 +157,11 @@ func (h *harness) deleteVPA(ns, name string) {
 
 // addPod adds a running pod of deployment app with the given containers.
 func (h *harness) addPod(ns, name, app string, cpuMilli, memBytes int64, containers ...string) {
+	h.addPodWith(ns, name, app, cpuMilli, memBytes, nil, containers...)
+}
+
+// addPodWith is addPod with a change to the pod before it is cached.
+func (h *harness) addPodWith(ns, name, app string, cpuMilli, memBytes int64, mutate func(*corev1.Pod), containers ...string) {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}},
 		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
@@ -160,6 +169,9 @@ func (h *harness) addPod(ns, name, app string, cpuMilli, memBytes int64, contain
 	for _, c := range containers {
 		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: c, Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("100Mi")}}})
+	}
+	if mutate != nil {
+		mutate(p)
 	}
 	h.cpu[name], h.mem[name] = cpuMilli, memBytes
 	trimmed, err := input.TrimPod(p) // as the pod informer caches it

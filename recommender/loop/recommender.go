@@ -25,6 +25,7 @@ import (
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/estimator"
@@ -94,6 +95,9 @@ type Deps struct {
 	FetchingHistory func() bool
 	// OnLoop is called after every loop (e.g. healthserver.LoopHealth.MarkLoop).
 	OnLoop func()
+	// LimitRanges returns a namespace's LimitRanges; nil means none are
+	// checked.
+	LimitRanges func(namespace string) recommendation.LimitRanges
 }
 
 type instanceKey struct {
@@ -111,7 +115,10 @@ type vpaState struct {
 	aggregates  map[string]*model.AggregateState
 	instances   map[instanceKey]*model.ContainerState
 	podCount    int
-	live        map[string]struct{}
+	// sample is one of the VPA's pods in the last loop, nil when none: the
+	// pod the recommendation is checked against the LimitRanges with.
+	sample *input.Pod
+	live   map[string]struct{}
 	// lastLive is the container set of the last loop that had pods; it
 	// decides the recommendation while the workload has no pods.
 	lastLive map[string]struct{}
@@ -364,6 +371,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 	targets := make([]*target.Target, 0, len(r.vpas))
 	for _, st := range r.vpas {
 		st.podCount = 0
+		st.sample = nil
 		st.live = map[string]struct{}{}
 		if st.tgt != nil {
 			targets = append(targets, st.tgt)
@@ -396,6 +404,9 @@ func (r *Recommender) loadPods(ctx context.Context) {
 			}
 			info.vpas = append(info.vpas, k)
 			st.podCount++
+			if st.sample == nil || pod.Phase == corev1.PodRunning && st.sample.Phase != corev1.PodRunning {
+				st.sample = pod
+			}
 			for _, c := range pod.Containers {
 				st.live[c.Name] = struct{}{}
 				r.instance(st, id, c.Name, now)
@@ -550,13 +561,15 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		if len(res.Containers) > 0 {
 			rec = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
 		}
-		status := BuildStatus(st.obj, Facts{
+		facts := Facts{
 			Recommendation:  rec,
 			Confidence:      res.Confidence,
 			PodsMatched:     st.podCount > 0,
 			Unsupported:     st.unsupported,
 			FetchingHistory: fetching,
-		}, now)
+		}
+		facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
+		status := BuildStatus(st.obj, facts, now)
 		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {
 			r.deps.Prom.RecommendationLatency.Observe(now.Sub(st.obj.CreationTimestamp.Time).Seconds())
 		}
@@ -584,6 +597,32 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	}
 	r.deps.Prom.AggregateStates.Set(float64(n))
 	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs))
+}
+
+// limitRangeConflict checks rec against the namespace's LimitRanges (and
+// pod-level resources) on one of the VPA's pods, as the admission controller
+// and the updater will, and returns the LimitRangeConflict condition's reason
+// and message, or "" when the recommendation fits. Namespaces without
+// LimitRanges cost a lookup.
+func (r *Recommender) limitRangeConflict(st *vpaState, rec *vpav1.RecommendedPodResources) (string, string) {
+	if r.deps.LimitRanges == nil || st.sample == nil || !HasRecommendation(rec) {
+		return "", ""
+	}
+	lr := r.deps.LimitRanges(st.key.Namespace)
+	if len(lr.Items) == 0 && st.sample.PodResources == nil {
+		return "", ""
+	}
+	vpa := *st.obj
+	vpa.Status.Recommendation = rec
+	plan := recommendation.PlanForPodShared(st.sample.SpecPod(), &vpa, lr)
+	if plan.Conflict == nil {
+		return "", ""
+	}
+	why := strings.ReplaceAll(plan.Conflict.Error(), "\n", "; ")
+	if plan.PolicyOverridden {
+		return ReasonLimitRangeOverridesPolicy, "Pods get the recommendation capped to the namespace's LimitRanges past the resource policy, which they do not admit: " + why
+	}
+	return ReasonPodsKeepRequests, "Pods keep their requests: the API server would refuse them with the recommendation: " + why
 }
 
 // statusJob is the write of one VPA's status.

@@ -3,15 +3,18 @@ package loop
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/recommender/input"
 )
 
@@ -123,6 +126,50 @@ func TestConditions(t *testing.T) {
 	}
 	if rp := h.condition(v, vpav1.RecommendationProvided); rp.Status != corev1.ConditionTrue || rp.LastTransitionTime.Equal(&firstTransition) {
 		t.Errorf("RecommendationProvided = %+v, want True with a new transition time", rp)
+	}
+}
+
+// TestLimitRangeConflictCondition: when the recommendation cannot be given
+// to the VPA's pods without the API server refusing them, the status says
+// so; it goes away once the pods can take it.
+func TestLimitRangeConflictCondition(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	tight := func(p *corev1.Pod) {
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("150Mi")}}
+	}
+	h.addPodWith("ns", "web-1", "web", 100, 500*mi, tight, "app")
+	h.loop()
+	c := h.condition(h.vpa("ns", "web"), vpav1.LimitRangeConflict)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonPodsKeepRequests ||
+		!strings.Contains(c.Message, "must be greater than or equal to aggregate container requests") {
+		t.Fatalf("LimitRangeConflict = %+v, want True/%s saying why", c, ReasonPodsKeepRequests)
+	}
+	h.deletePod("ns", "web-1")
+	h.addPodWith("ns", "web-2", "web", 100, 500*mi, func(p *corev1.Pod) {
+		p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("10Gi")}}
+	}, "app")
+	h.loop()
+	if c := h.condition(h.vpa("ns", "web"), vpav1.LimitRangeConflict); c != nil {
+		t.Errorf("LimitRangeConflict = %+v after the pods can take the recommendation", c)
+	}
+	// A LimitRange the policy conflicts with (the pod has the limit it
+	// would get from the LimitRange's default).
+	h.limitRanges = map[string]recommendation.LimitRanges{"ns": recommendation.MergeLimitRanges([]*corev1.LimitRange{{
+		ObjectMeta: metav1.ObjectMeta{Name: "max"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+	}})}
+	h.addVPA("ns", "policy", "policy", func(v *vpav1.VerticalPodAutoscaler) {
+		v.Spec.ResourcePolicy = &vpav1.PodResourcePolicy{ContainerPolicies: []vpav1.ContainerResourcePolicy{{
+			ContainerName: "*", MinAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")}}}}
+	})
+	h.addPodWith("ns", "policy-1", "policy", 100, 500*mi, func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	}, "app")
+	h.loop()
+	if c := h.condition(h.vpa("ns", "policy"), vpav1.LimitRangeConflict); c == nil || c.Reason != ReasonLimitRangeOverridesPolicy {
+		t.Errorf("LimitRangeConflict = %+v, want %s", c, ReasonLimitRangeOverridesPolicy)
 	}
 }
 

@@ -19,6 +19,12 @@ const (
 	MessageNoPodsMatched  = "No pods match this VPA object"
 	ReasonLowConfidence   = "LowConfidence"
 	ReasonFetchingHistory = "FetchingHistory"
+	// ReasonPodsKeepRequests: no capping of the recommendation gives a pod
+	// the API server admits, so pods keep their requests.
+	ReasonPodsKeepRequests = "PodsKeepRequests"
+	// ReasonLimitRangeOverridesPolicy: pods get the recommendation capped
+	// to the LimitRanges past minAllowed or maxAllowed.
+	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
 	// LowConfidenceThreshold is the confidence (in days of history) below
 	// which LowConfidence is set.
 	LowConfidenceThreshold = 1.0
@@ -36,6 +42,9 @@ type Facts struct {
 	Unsupported string
 	// FetchingHistory is whether history is still being loaded.
 	FetchingHistory bool
+	// LimitRangeConflict is the LimitRangeConflict condition's reason and
+	// message; empty when the recommendation fits the pods.
+	LimitRangeConflict, LimitRangeConflictMessage string
 }
 
 // conditionSet edits a list of conditions keyed by type, keeping the
@@ -85,9 +94,10 @@ func HasRecommendation(r *vpav1.RecommendedPodResources) bool {
 
 // BuildStatus returns the status the VPA should have: the recommendation,
 // the conditions (upstream's RecommendationProvided, NoPodsMatched and
-// ConfigUnsupported rules, plus LowConfidence and FetchingHistory; conditions
-// of other types are kept, ConfigDeprecated is removed), sorted by type with
-// unchanged transition times, and observedGeneration.
+// ConfigUnsupported rules, plus LowConfidence, FetchingHistory and
+// LimitRangeConflict; conditions of other types are kept, ConfigDeprecated is
+// removed), sorted by type with unchanged transition times, and
+// observedGeneration.
 func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1.VerticalPodAutoscalerStatus {
 	cs := newConditionSet(vpa.Status.Conditions, now)
 	cs.remove(vpav1.ConfigDeprecated)
@@ -118,6 +128,11 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 		cs.set(vpav1.FetchingHistory, true, ReasonFetchingHistory, "Loading usage history")
 	} else {
 		cs.remove(vpav1.FetchingHistory)
+	}
+	if f.LimitRangeConflict != "" && has {
+		cs.set(vpav1.LimitRangeConflict, true, f.LimitRangeConflict, f.LimitRangeConflictMessage)
+	} else {
+		cs.remove(vpav1.LimitRangeConflict)
 	}
 	st := vpav1.VerticalPodAutoscalerStatus{Conditions: cs.list()}
 	if has {

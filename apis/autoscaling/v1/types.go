@@ -337,6 +337,12 @@ const (
 	ConfigDeprecated VerticalPodAutoscalerConditionType = "ConfigDeprecated"
 	// ConfigUnsupported indicates that this VPA configuration is unsupported.
 	ConfigUnsupported VerticalPodAutoscalerConditionType = "ConfigUnsupported"
+	// LimitRangeConflict indicates that the recommendation, capped as it
+	// must be, gives this VPA's pods resources the namespace's LimitRanges
+	// (or the pods' own pod-level resources) do not admit: the pods keep
+	// their requests, or get them capped to the LimitRanges past the
+	// resource policy. OpenVPA sets it; upstream VPA does not.
+	LimitRangeConflict VerticalPodAutoscalerConditionType = "LimitRangeConflict"
 )
 
 // VerticalPodAutoscalerCondition describes the state of a VPA at a certain point.
