@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -289,7 +288,7 @@ func TestLimitRangeCapping(t *testing.T) {
 			var lastErr error
 			framework.WaitFor(t, time.Minute, func() (bool, error) {
 				warned.take()
-				p, err := dryRunPod(ctx, client, e.ns, name)
+				p, err := framework.DryRunPodWith(ctx, client, e.ns, name)
 				lastErr = err
 				if err != nil {
 					return false, nil
@@ -381,24 +380,6 @@ func (e *env) createMultiVPA(t *testing.T, name string, policy []vpav1.Container
 	return updated
 }
 
-// dryRunPod creates a pod of the Deployment's ReplicaSet as a server-side
-// dry run, through the given client.
-func dryRunPod(ctx context.Context, client kubernetes.Interface, ns, deployment string) (*corev1.Pod, error) {
-	rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
-	if err != nil || len(rss.Items) == 0 {
-		return nil, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
-	}
-	rs := rss.Items[0]
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: deployment + "-probe-", Namespace: ns, Labels: rs.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
-		},
-		Spec: *rs.Spec.Template.Spec.DeepCopy(),
-	}
-	return client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-}
-
 func sameResources(got, want *corev1.Pod) bool {
 	if len(got.Spec.Containers) != len(want.Spec.Containers) {
 		return false
@@ -431,5 +412,3 @@ func describe(p *corev1.Pod) string {
 	}
 	return strings.Join(parts, " ")
 }
-
-var _ = appsv1.Deployment{}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 )
 
@@ -14,8 +15,13 @@ import (
 // would store it: what a new pod of the Deployment gets from mutating
 // webhooks, without scheduling anything.
 func (c *Cluster) DryRunPod(ns, deployment string) (*corev1.Pod, error) {
-	ctx := context.Background()
-	rss, err := c.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
+	return DryRunPodWith(context.Background(), c.Client, ns, deployment)
+}
+
+// DryRunPodWith is DryRunPod through the given client (one with its own
+// warning handler, say).
+func DryRunPodWith(ctx context.Context, client kubernetes.Interface, ns, deployment string) (*corev1.Pod, error) {
+	rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
 	if err != nil || len(rss.Items) == 0 {
 		return nil, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
 	}
@@ -27,5 +33,5 @@ func (c *Cluster) DryRunPod(ns, deployment string) (*corev1.Pod, error) {
 		},
 		Spec: *rs.Spec.Template.Spec.DeepCopy(),
 	}
-	return c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 }
