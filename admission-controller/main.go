@@ -3,19 +3,16 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/openvpa/openvpa/admission-controller/app"
+	"github.com/openvpa/openvpa/pkg/signals"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx := signals.Context()
 	err := app.Main(ctx, os.Args[1:])
-	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "vpa-admission-controller:", err)
 		os.Exit(1)

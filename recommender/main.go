@@ -3,20 +3,17 @@
 package main
 
 import (
-	"context"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/klog/v2"
 
+	"github.com/openvpa/openvpa/pkg/signals"
 	"github.com/openvpa/openvpa/recommender/app"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx := signals.Context()
 	err := app.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
 	klog.Flush()
 	os.Exit(app.Exit(err))
 }

@@ -3,21 +3,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/openvpa/openvpa/pkg/signals"
 	"github.com/openvpa/openvpa/updater/app"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	ctx := signals.Context()
 	if err := app.NewCommand().Execute(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "vpa-updater:", err)
-		stop()
 		os.Exit(1)
 	}
 }

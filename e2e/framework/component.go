@@ -133,6 +133,12 @@ func (p *Process) Stop(t testing.TB) {
 	}
 }
 
+// Signal sends sig to the process (not its group): SIGKILL for a crash,
+// SIGTERM for a graceful stop the test then waits for.
+func (p *Process) Signal(sig syscall.Signal) error {
+	return syscall.Kill(p.cmd.Process.Pid, sig)
+}
+
 // Exited reports whether the process has ended, and how.
 func (p *Process) Exited() (bool, error) {
 	select {

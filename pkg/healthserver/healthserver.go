@@ -118,20 +118,34 @@ func ServeListener(ctx context.Context, ln net.Listener, o Options) error {
 }
 
 // LoopHealth is a liveness check for a periodic loop: it fails when no loop
-// finished within Tolerance loops' time, as upstream's health check does.
+// finished within five loops' time, as upstream's health check does. It
+// counts only while the loop is meant to run: a replica that waits for the
+// leader lease runs no loop and is healthy.
 type LoopHealth struct {
 	clock    clock.PassiveClock
 	interval time.Duration
 	mu       sync.Mutex
 	last     time.Time
 	started  time.Time
+	inactive bool
 }
 
 // NewLoopHealth tracks a loop with the given period; it fails after five
-// periods without a finished loop.
+// periods without a finished loop. It starts active.
 func NewLoopHealth(c clock.PassiveClock, interval time.Duration) *LoopHealth {
 	now := c.Now()
 	return &LoopHealth{clock: c, interval: interval, started: now}
+}
+
+// SetActive starts (true) or stops (false) holding the loop to its period;
+// a loop that becomes active has five periods from now for its first loop.
+func (h *LoopHealth) SetActive(active bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if active && h.inactive {
+		h.started, h.last = h.clock.Now(), time.Time{}
+	}
+	h.inactive = !active
 }
 
 // MarkLoop records that a loop finished now.
@@ -141,10 +155,13 @@ func (h *LoopHealth) MarkLoop() {
 	h.last = h.clock.Now()
 }
 
-// Check returns an error when the loop is overdue.
+// Check returns an error when the loop is active and overdue.
 func (h *LoopHealth) Check() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.inactive {
+		return nil
+	}
 	ref := h.last
 	if ref.IsZero() {
 		ref = h.started

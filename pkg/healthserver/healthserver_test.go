@@ -28,6 +28,27 @@ func TestLoopHealth(t *testing.T) {
 	}
 }
 
+// TestLoopHealthInactive: a standby replica runs no loop and stays live;
+// once it leads, its loop has five periods from then.
+func TestLoopHealthInactive(t *testing.T) {
+	c := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	h := NewLoopHealth(c, time.Minute)
+	h.SetActive(false)
+	c.SetTime(c.Now().Add(time.Hour))
+	if err := h.Check(); err != nil {
+		t.Fatalf("inactive loop: %v", err)
+	}
+	h.SetActive(true)
+	c.SetTime(c.Now().Add(4 * time.Minute))
+	if err := h.Check(); err != nil {
+		t.Fatalf("4 intervals after becoming active: %v", err)
+	}
+	c.SetTime(c.Now().Add(2 * time.Minute))
+	if err := h.Check(); err == nil {
+		t.Fatal("6 intervals after becoming active without a loop must fail")
+	}
+}
+
 func TestHandler(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "openvpa_test_total", Help: "test"})

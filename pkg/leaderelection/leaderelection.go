@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -51,6 +52,66 @@ type Options struct {
 	ResourceLock      string
 	ResourceName      string
 	ResourceNamespace string
+	// Watchdog, when set, is told when this candidate leads and renews,
+	// for the liveness check (not a flag).
+	Watchdog *Watchdog
+	// OnLeading, when set, is called with true when this candidate starts
+	// leading and with false when it stops (not a flag).
+	OnLeading func(bool)
+}
+
+// WatchdogGrace is how long past the lease duration a leader may go without
+// renewing before its Watchdog fails, as client-go's healthz adaptor is used
+// by Kubernetes' controllers.
+const WatchdogGrace = 20 * time.Second
+
+// Watchdog is a liveness check for leader election: it fails when this
+// process leads but has not renewed its lease for the lease duration plus
+// WatchdogGrace, i.e. when it should have stopped leading and did not. A
+// candidate that does not lead is healthy.
+type Watchdog struct {
+	clock   clock.PassiveClock
+	timeout time.Duration
+	mu      sync.Mutex
+	leading bool
+	renewed time.Time
+}
+
+// NewWatchdog returns a watchdog for leases of the given duration.
+func NewWatchdog(clk clock.PassiveClock, leaseDuration time.Duration) *Watchdog {
+	return &Watchdog{clock: clk, timeout: leaseDuration + WatchdogGrace}
+}
+
+func (w *Watchdog) set(leading bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.leading, w.renewed = leading, w.clock.Now()
+}
+
+func (w *Watchdog) renew() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.renewed = w.clock.Now()
+}
+
+// Check returns an error when this process leads on a lease it has not
+// renewed in time.
+func (w *Watchdog) Check() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.leading {
+		return nil
+	}
+	if since := w.clock.Since(w.renewed); since > w.timeout {
+		return fmt.Errorf("leading, but the lease was last renewed %v ago (limit %v)", since.Round(time.Second), w.timeout)
+	}
+	return nil
 }
 
 // NewOptions returns upstream's defaults for a component whose lease is
@@ -147,6 +208,12 @@ func (e *elector) run(ctx context.Context, run func(context.Context) error) erro
 		return nil
 	}
 	logger.Info("Acquired the leader lease", "lease", e.leaseRef(), "identity", e.id)
+	e.o.Watchdog.set(true)
+	defer e.o.Watchdog.set(false)
+	if e.o.OnLeading != nil {
+		e.o.OnLeading(true)
+		defer e.o.OnLeading(false)
+	}
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -212,6 +279,7 @@ func (e *elector) renew(ctx context.Context) bool {
 		}
 		switch e.renewRound(ctx) {
 		case acquired:
+			e.o.Watchdog.renew()
 			logger.V(5).Info("Renewed the leader lease", "lease", e.leaseRef())
 		case heldByOther:
 			logger.Info("The leader lease was taken by another candidate", "lease", e.leaseRef(), "identity", e.id, "holder", ptr.Deref(e.observed.HolderIdentity, ""))

@@ -786,3 +786,56 @@ func TestLeaseSeconds(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchdog: healthy while not leading and while leading with fresh
+// renewals; failing once a leader has gone the lease duration plus the
+// grace without renewing; told of leading and stopping by the elector.
+func TestWatchdog(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	w := NewWatchdog(clk, 15*time.Second)
+	if err := w.Check(); err != nil {
+		t.Fatalf("not leading: %v", err)
+	}
+	w.set(true)
+	clk.Step(30 * time.Second)
+	w.renew()
+	clk.Step(30 * time.Second)
+	if err := w.Check(); err != nil {
+		t.Fatalf("renewed 30s ago: %v", err)
+	}
+	clk.Step(10 * time.Second)
+	if err := w.Check(); err == nil {
+		t.Fatal("leading without a renewal for 40s (limit 35s) must fail")
+	}
+	w.set(false)
+	if err := w.Check(); err != nil {
+		t.Fatalf("after leading: %v", err)
+	}
+
+	s := newFakeServer()
+	o := testOptions(time.Second, 500*time.Millisecond)
+	real := NewWatchdog(clock.RealClock{}, o.LeaseDuration)
+	o.Watchdog = real
+	var leading []bool
+	o.OnLeading = func(l bool) { leading = append(leading, l) }
+	ctx, cancel := context.WithCancel(context.Background())
+	err := newElector(o, s.client("a"), clock.RealClock{}, "a").run(ctx, func(context.Context) error {
+		real.mu.Lock()
+		l := real.leading
+		real.mu.Unlock()
+		if !l {
+			return errors.New("the watchdog does not know it leads")
+		}
+		cancel()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(leading) != "[true false]" {
+		t.Errorf("OnLeading calls = %v, want [true false]", leading)
+	}
+	if real.leading {
+		t.Error("the watchdog still believes it leads")
+	}
+}

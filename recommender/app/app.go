@@ -125,22 +125,29 @@ func Run(ctx context.Context, o *options.Options) error {
 	reg := healthserver.NewRegistry()
 	prom := loop.NewMetrics(reg)
 	clk := clock.RealClock{}
+	// Every replica keeps its caches warm and answers probes; only the
+	// leader runs the loop. Liveness holds the loop to its interval only
+	// while leading (a standby runs none), and checks that a leader keeps
+	// renewing its lease; readiness is the caches and the CRDs, never
+	// leadership.
 	loopHealth := healthserver.NewLoopHealth(clk, o.RecommenderInterval)
+	loopHealth.SetActive(false)
+	watchdog := leaderelection.NewWatchdog(clk, o.LeaderElection.LeaseDuration)
+	election := o.LeaderElection
+	election.Watchdog = watchdog
 	var ready atomic.Bool
 	hs := healthserver.Options{
 		Address:   o.Address,
 		Registry:  reg,
 		Profiling: o.Profiling,
-		Liveness: []healthserver.Check{{Name: "loop", Func: func() error {
-			if !ready.Load() {
-				return nil // not leading yet, or still syncing
-			}
-			return loopHealth.Check()
-		}}},
+		Liveness: []healthserver.Check{
+			{Name: "loop", Func: loopHealth.Check},
+			{Name: "leader-election", Func: watchdog.Check},
+		},
 		Readiness: []healthserver.Check{
 			{Name: "informers", Func: func() error {
 				if !ready.Load() {
-					return errors.New("informers not synced or not leading")
+					return errors.New("informers not synced")
 				}
 				return nil
 			}},
@@ -148,6 +155,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		},
 	}
 
+	nsFilter := o.Namespaces.Filter()
+	oom := input.NewOOMObserver()
+	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom)
+	if err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -155,12 +168,19 @@ func Run(ctx context.Context, o *options.Options) error {
 		}
 		return nil
 	})
+	inf.Start(gctx)
 	g.Go(func() error {
-		return leaderelection.Run(gctx, o.LeaderElection, leases, func(lctx context.Context) error {
+		klog.FromContext(gctx).Info("Waiting for informer caches")
+		if err := inf.WaitForSync(gctx); err != nil {
+			return err
+		}
+		ready.Store(true)
+		klog.FromContext(gctx).Info("Informer caches synced")
+		return leaderelection.Run(gctx, election, leases, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, clients, metrics, disc, est, prom, loopHealth, &ready, clk)
+			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk)
 		})
 	})
 	err = g.Wait()
@@ -171,23 +191,13 @@ func Run(ctx context.Context, o *options.Options) error {
 }
 
 // lead runs the recommender while this replica holds the lease.
-func lead(ctx, root context.Context, o *options.Options, clients input.Clients, metrics metricsclient.MetricsV1beta1Interface,
-	disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics, lh *healthserver.LoopHealth,
-	ready *atomic.Bool, clk clock.WithTicker) error {
+func lead(ctx, root context.Context, o *options.Options, clients input.Clients, inf *input.Informers, oom *input.OOMObserver,
+	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
+	lh *healthserver.LoopHealth, clk clock.WithTicker) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	watchNS := nsFilter.WatchNamespace()
-	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(clients, watchNS, oom)
-	if err != nil {
-		return err
-	}
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
-	inf.Start(ctx)
-	logger.Info("Waiting for informer caches")
-	if err := inf.WaitForSync(ctx); err != nil {
-		return err
-	}
 	store := checkpoint.NewStore(clients.VPA)
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
@@ -218,9 +228,8 @@ func lead(ctx, root context.Context, o *options.Options, clients input.Clients, 
 		// on the next start rather than overwrite good checkpoints.
 		return fmt.Errorf("restoring checkpoints: %w", err)
 	}
-	lh.MarkLoop()
-	ready.Store(true)
-	defer ready.Store(false)
+	lh.SetActive(true)
+	defer lh.SetActive(false)
 	logger.Info("Recommender started", "interval", o.RecommenderInterval, "estimator", est.Name())
 	if err := rec.Run(ctx); err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -180,13 +181,47 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Every replica keeps its caches warm and answers probes; only the
+	// leader runs the loop. Liveness holds the loop to its interval only
+	// while leading (a standby runs none), and checks that a leader keeps
+	// renewing its lease; readiness is the caches, never leadership.
+	loopHealth.SetActive(!o.LeaderElection.LeaderElect)
+	watchdog := leaderelection.NewWatchdog(clk, o.LeaderElection.LeaseDuration)
+	election := o.LeaderElection
+	election.Watchdog = watchdog
+	election.OnLeading = loopHealth.SetActive
 	serveErr := make(chan error, 1)
 	go func() {
 		serveErr <- healthserver.Serve(ctx, healthserver.Options{
 			Address: o.Address, Registry: reg, Profiling: o.Profiling,
-			Liveness:  []healthserver.Check{{Name: "loop", Func: loopHealth.Check}},
+			Liveness:  []healthserver.Check{{Name: "loop", Func: loopHealth.Check}, {Name: "leader-election", Func: watchdog.Check}},
 			Readiness: []healthserver.Check{{Name: "informers", Func: ready}},
 		})
+	}()
+	coreFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	vpaFactory.Start(ctx.Done())
+	syncErr := make(chan error, 1)
+	go func() {
+		for _, f := range []interface {
+			WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool
+		}{coreFactory, podFactory} {
+			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+				if !ok {
+					syncErr <- fmt.Errorf("cache for %v did not sync", typ)
+					return
+				}
+			}
+		}
+		for typ, ok := range vpaFactory.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				syncErr <- fmt.Errorf("cache for %v did not sync", typ)
+				return
+			}
+		}
+		logger.Info("Informer caches synced")
+		close(synced)
+		syncErr <- nil
 	}()
 	runErr := make(chan error, 1)
 	go func() {
@@ -195,34 +230,39 @@ func Run(ctx context.Context, o *options.Options) error {
 			runErr <- err
 			return
 		}
-		runErr <- leaderelection.Run(ctx, o.LeaderElection, leases, func(ctx context.Context) error {
-			coreFactory.Start(ctx.Done())
-			podFactory.Start(ctx.Done())
-			vpaFactory.Start(ctx.Done())
-			for typ, ok := range coreFactory.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					return fmt.Errorf("cache for %v did not sync", typ)
-				}
-			}
-			podFactory.WaitForCacheSync(ctx.Done())
-			vpaFactory.WaitForCacheSync(ctx.Done())
-			if ctx.Err() != nil {
+		runErr <- leaderelection.Run(ctx, election, leases, func(ctx context.Context) error {
+			select {
+			case <-synced:
+			case <-ctx.Done():
 				return nil
 			}
-			close(synced)
 			logger.Info("Updater started", "interval", o.UpdaterInterval, "dryRun", o.DryRun)
 			return updater.Run(ctx, o.UpdaterInterval, loopHealth.MarkLoop)
 		})
 	}()
-	select {
-	case err := <-serveErr:
-		cancel()
-		<-runErr
-		return err
-	case err := <-runErr:
-		cancel()
-		<-serveErr
-		return err
+	for {
+		select {
+		case err := <-syncErr:
+			if err == nil {
+				syncErr = nil // synced; keep waiting for the others
+				continue
+			}
+			if ctx.Err() != nil {
+				continue // shutting down: the others report
+			}
+			cancel()
+			<-runErr
+			<-serveErr
+			return err
+		case err := <-serveErr:
+			cancel()
+			<-runErr
+			return err
+		case err := <-runErr:
+			cancel()
+			<-serveErr
+			return err
+		}
 	}
 }
 
