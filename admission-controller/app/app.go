@@ -50,15 +50,24 @@ import (
 func Main(ctx context.Context, args []string) error {
 	o := options.NewOptions()
 	fs := pflag.NewFlagSet("vpa-admission-controller", pflag.ContinueOnError)
-	o.AddFlags(fs)
+	sections := o.FlagSections()
+	sections.AddTo(fs)
+	fs.Usage = func() { sections.Usage(fs.Output(), "Usage: vpa-admission-controller [flags]") }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
 	if errs := o.Validate(); len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	ctx, err := o.Logging.Apply(ctx, "vpa-admission-controller")
+	if err != nil {
+		return err
 	}
 	return Run(ctx, o)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -62,13 +63,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := options.NewOptions()
 	fs := pflag.NewFlagSet("vpa-recommender", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o.AddFlags(fs)
+	sections := o.FlagSections()
+	sections.AddTo(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vpa-recommender [flags]\n       vpa-recommender <subcommand> [args]\n\nSubcommands:\n")
+		var b strings.Builder
+		b.WriteString("Usage: vpa-recommender [flags]\n       vpa-recommender <subcommand> [args]\n\nSubcommands:\n")
 		for _, sc := range Subcommands {
-			fmt.Fprintf(stderr, "  %-10s %s\n", sc.Name, sc.Short)
+			fmt.Fprintf(&b, "  %-10s %s\n", sc.Name, sc.Short)
 		}
-		fmt.Fprintf(stderr, "\nFlags:\n%s", fs.FlagUsages())
+		sections.Usage(stderr, b.String())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -80,6 +83,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if err := o.Validate(); err != nil {
+		return err
+	}
+	ctx, err := o.Logging.Apply(ctx, "vpa-recommender")
+	if err != nil {
 		return err
 	}
 	return Run(ctx, o)

@@ -54,7 +54,9 @@ type Command struct {
 func NewCommand() *Command {
 	o := options.New()
 	fs := pflag.NewFlagSet("vpa-updater", pflag.ContinueOnError)
-	o.AddFlags(fs)
+	sections := o.FlagSections()
+	sections.AddTo(fs)
+	fs.Usage = func() { sections.Usage(fs.Output(), "Usage: vpa-updater [flags]") }
 	return &Command{Flags: fs, Options: o}
 }
 
@@ -66,7 +68,14 @@ func (c *Command) Execute(ctx context.Context, args []string) error {
 		}
 		return err
 	}
+	if c.Flags.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", c.Flags.Arg(0))
+	}
 	if err := c.Options.Validate(); err != nil {
+		return err
+	}
+	ctx, err := c.Options.Logging.Apply(ctx, "vpa-updater")
+	if err != nil {
 		return err
 	}
 	return Run(ctx, c.Options)
@@ -171,7 +180,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		},
 		Resolver: resolver,
 		Counter:  counter,
-		Status:   status.NewReader(kube, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimout, clk),
+		Status:   status.NewReader(kube, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
 		Evicter:  eviction.Evicter{Kube: kube, Recorder: recorder},
 		Resizer:  inplace.Client{Kube: kube},
 		Recorder: recorder,

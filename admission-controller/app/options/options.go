@@ -3,7 +3,6 @@
 package options
 
 import (
-	goflag "flag"
 	"fmt"
 	"os"
 	"strings"
@@ -12,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 
+	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/namespaces"
@@ -57,6 +56,7 @@ type Options struct {
 	Kube       kubeclient.Options
 	Namespaces namespaces.Options
 	Gates      featuregate.MutableFeatureGate
+	Logging    *component.Logging
 
 	// Namespace is the admission controller's own namespace ($NAMESPACE, or kube-system).
 	Namespace string
@@ -83,12 +83,18 @@ func NewOptions() *Options {
 		StatusLeaseUpdateInterval: status.DefaultInterval,
 		Kube:                      kubeclient.NewOptions("vpa-admission-controller"),
 		Gates:                     features.NewGate(),
+		Logging:                   component.NewLogging(0, ""),
 		Namespace:                 ns,
 	}
 }
 
 // AddFlags registers every flag on fs, klog's included.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
+func (o *Options) AddFlags(fs *pflag.FlagSet) { o.FlagSections().AddTo(fs) }
+
+// FlagSections registers every flag, in the sections --help shows.
+func (o *Options) FlagSections() *component.Sections {
+	s := &component.Sections{}
+	fs := s.FlagSet("admission controller")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "Path to CA PEM file.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Path to server certificate PEM file.")
 	fs.StringVar(&o.TLSPrivateKey, "tls-private-key", o.TLSPrivateKey, "Path to server certificate key PEM file.")
@@ -113,12 +119,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.StatusLeaseUpdateInterval, "status-lease-update-interval", o.StatusLeaseUpdateInterval, "How often the status Lease is renewed.")
 	fs.StringVar(&o.SelfSignedCertDir, "self-signed-cert-dir", o.SelfSignedCertDir, "For local runs: generate a CA and a serving certificate into this directory at start and use them (overrides --client-ca-file, --tls-cert-file and --tls-private-key).")
 	fs.StringVar(&o.SelfSignedCertHosts, "self-signed-cert-hosts", o.SelfSignedCertHosts, "Comma-separated DNS names and IP addresses of the self-signed serving certificate; default: 127.0.0.1, localhost and the webhook Service's DNS name.")
-	o.Kube.AddFlags(fs)
-	o.Namespaces.AddFlags(fs)
-	features.AddFlag(fs, o.Gates)
-	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlagSet(klogFlags)
+	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
+	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
+	features.AddFlag(s.FlagSet("feature gates"), o.Gates)
+	o.Logging.AddFlags(s.FlagSet("logging"))
+	return s
 }
 
 // Validate reports every invalid setting.
@@ -130,6 +135,7 @@ func (o *Options) Validate() []error {
 	if err := o.Namespaces.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, o.Logging.Validate()...)
 	if o.MinTLSVersion != "tls1_2" && o.MinTLSVersion != "tls1_3" {
 		errs = append(errs, fmt.Errorf("--min-tls-version must be tls1_2 or tls1_3, got %q", o.MinTLSVersion))
 	}

@@ -5,7 +5,6 @@ package options
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -15,8 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 
+	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
@@ -92,13 +91,14 @@ type Options struct {
 
 	Prometheus Prometheus
 
-	// goflags holds klog's flags.
-	goflags *flag.FlagSet
+	Logging *component.Logging
 }
 
 // NewOptions returns upstream's defaults.
 func NewOptions() *Options {
 	return &Options{
+		// Upstream's recommender defaults to -v=4 and --stderrthreshold=INFO.
+		Logging: component.NewLogging(4, "INFO"),
 		Client:                   kubeclient.NewOptions("vpa-recommender"),
 		LeaderElection:           leaderelection.NewOptions(LeaseName),
 		FeatureGates:             features.NewGate(),
@@ -135,12 +135,12 @@ func NewOptions() *Options {
 }
 
 // AddFlags registers every flag on fs, klog's included.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	o.Client.AddFlags(fs)
-	o.Namespaces.AddFlags(fs)
-	o.LeaderElection.AddFlags(fs)
-	features.AddFlag(fs, o.FeatureGates)
+func (o *Options) AddFlags(fs *pflag.FlagSet) { o.FlagSections().AddTo(fs) }
 
+// FlagSections registers every flag, in the sections --help shows.
+func (o *Options) FlagSections() *component.Sections {
+	s := &component.Sections{}
+	fs := s.FlagSet("recommender")
 	fs.StringVar(&o.RecommenderName, "recommender-name", o.RecommenderName, "Set the recommender name. Recommender will generate recommendations for VPAs that configure the same recommender name. If the recommender name is left as default it will also generate recommendations that don't explicitly specify recommender.")
 	fs.DurationVar(&o.RecommenderInterval, "recommender-interval", o.RecommenderInterval, "How often metrics should be fetched")
 	fs.DurationVar(&o.CheckpointsGCInterval, "checkpoints-gc-interval", o.CheckpointsGCInterval, "How often orphaned checkpoints should be garbage collected")
@@ -154,12 +154,14 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain) or "peak"`)
 
+	fs = s.FlagSet("estimator")
 	AddEstimatorFlags(fs, &o.Estimators)
 	fs.StringVar(&o.MaxAllowedCPU, "container-recommendation-max-allowed-cpu", o.MaxAllowedCPU, "Maximum amount of CPU that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 	fs.StringVar(&o.MaxAllowedMemory, "container-recommendation-max-allowed-memory", o.MaxAllowedMemory, "Maximum amount of memory that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 
-	AddModelFlags(fs, &o.Model)
+	AddModelFlags(s.FlagSet("model"), &o.Model)
 
+	fs = s.FlagSet("history and external metrics")
 	fs.BoolVar(&o.UseExternalMetrics, "use-external-metrics", o.UseExternalMetrics, "ALPHA.  Use an external metrics provider instead of metrics_server.")
 	fs.StringVar(&o.ExternalMetricsCPUMetric, "external-metrics-cpu-metric", o.ExternalMetricsCPUMetric, "ALPHA.  Metric to use with external metrics provider for CPU usage.")
 	fs.StringVar(&o.ExternalMetricsMemoryMetric, "external-metrics-memory-metric", o.ExternalMetricsMemoryMetric, "ALPHA.  Metric to use with external metrics provider for memory usage.")
@@ -185,18 +187,12 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&p.BearerToken, "prometheus-bearer-token", p.BearerToken, "The bearer token used in the Prometheus server bearer token auth")
 	fs.StringVar(&p.BearerTokenFile, "prometheus-bearer-token-file", p.BearerTokenFile, "Path to the bearer token file used for authentication by the Prometheus server")
 
-	o.goflags = flag.NewFlagSet("klog", flag.ContinueOnError)
-	klog.InitFlags(o.goflags)
-	// Upstream's recommender forces these klog defaults.
-	_ = o.goflags.Set("v", "4")
-	_ = o.goflags.Set("stderrthreshold", "info")
-	if f := o.goflags.Lookup("v"); f != nil {
-		f.DefValue = "4"
-	}
-	if f := o.goflags.Lookup("stderrthreshold"); f != nil {
-		f.DefValue = "INFO"
-	}
-	fs.AddGoFlagSet(o.goflags)
+	o.Client.AddFlags(s.FlagSet("kubernetes client"))
+	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
+	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
+	features.AddFlag(s.FlagSet("feature gates"), o.FeatureGates)
+	o.Logging.AddFlags(s.FlagSet("logging"))
+	return s
 }
 
 // Validate reports every invalid option at once.
@@ -208,6 +204,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	add(o.Client.Validate())
+	errs = append(errs, o.Logging.Validate()...)
 	add(o.Namespaces.Validate())
 	add(o.LeaderElection.Validate())
 	add(o.Model.Validate())

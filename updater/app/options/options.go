@@ -3,15 +3,15 @@
 package options
 
 import (
-	goflag "flag"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 
+	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
@@ -25,52 +25,55 @@ type Options struct {
 	Namespaces     namespaces.Options
 	LeaderElection leaderelection.Options
 	Features       featuregate.MutableFeatureGate
+	Logging        *component.Logging
 
-	UpdaterInterval                time.Duration
-	MinReplicas                    int
-	EvictionTolerance              float64
-	EvictionRateLimit              float64
-	EvictionRateBurst              int
-	UseAdmissionControllerStatus   bool
-	InPlaceSkipDisruptionBudget    bool
-	PodUpdateThreshold             float64
-	PodLifetimeUpdateThreshold     time.Duration
-	EvictAfterOOMThreshold         time.Duration
-	Address                        string
-	Profiling                      bool
-	DryRun                         bool
-	AdmissionControllerLeaseName   string
-	AdmissionControllerLeaseNS     string
-	AdmissionControllerLeaseTimout time.Duration
+	UpdaterInterval                 time.Duration
+	MinReplicas                     int
+	EvictionTolerance               float64
+	EvictionRateLimit               float64
+	EvictionRateBurst               int
+	UseAdmissionControllerStatus    bool
+	InPlaceSkipDisruptionBudget     bool
+	PodUpdateThreshold              float64
+	PodLifetimeUpdateThreshold      time.Duration
+	EvictAfterOOMThreshold          time.Duration
+	Address                         string
+	Profiling                       bool
+	DryRun                          bool
+	AdmissionControllerLeaseName    string
+	AdmissionControllerLeaseNS      string
+	AdmissionControllerLeaseTimeout time.Duration
 }
 
 // New returns the defaults.
 func New() *Options {
 	return &Options{
-		Kube:                           kubeclient.NewOptions("vpa-updater"),
-		LeaderElection:                 leaderelection.NewOptions("vpa-updater"),
-		Features:                       features.NewGate(),
-		UpdaterInterval:                time.Minute,
-		MinReplicas:                    2,
-		EvictionTolerance:              0.5,
-		EvictionRateLimit:              -1,
-		EvictionRateBurst:              1,
-		UseAdmissionControllerStatus:   true,
-		PodUpdateThreshold:             0.1,
-		PodLifetimeUpdateThreshold:     12 * time.Hour,
-		EvictAfterOOMThreshold:         10 * time.Minute,
-		Address:                        ":8943",
-		AdmissionControllerLeaseName:   status.DefaultLeaseName,
-		AdmissionControllerLeaseTimout: status.DefaultTimeout,
+		Kube:                            kubeclient.NewOptions("vpa-updater"),
+		LeaderElection:                  leaderelection.NewOptions("vpa-updater"),
+		Features:                        features.NewGate(),
+		Logging:                         component.NewLogging(0, ""),
+		UpdaterInterval:                 time.Minute,
+		MinReplicas:                     2,
+		EvictionTolerance:               0.5,
+		EvictionRateLimit:               -1,
+		EvictionRateBurst:               1,
+		UseAdmissionControllerStatus:    true,
+		PodUpdateThreshold:              0.1,
+		PodLifetimeUpdateThreshold:      12 * time.Hour,
+		EvictAfterOOMThreshold:          10 * time.Minute,
+		Address:                         ":8943",
+		AdmissionControllerLeaseName:    status.DefaultLeaseName,
+		AdmissionControllerLeaseTimeout: status.DefaultTimeout,
 	}
 }
 
 // AddFlags registers every flag on fs, klog's included.
-func (o *Options) AddFlags(fs *pflag.FlagSet) {
-	o.Kube.AddFlags(fs)
-	o.Namespaces.AddFlags(fs)
-	o.LeaderElection.AddFlags(fs)
-	features.AddFlag(fs, o.Features)
+func (o *Options) AddFlags(fs *pflag.FlagSet) { o.FlagSections().AddTo(fs) }
+
+// FlagSections registers every flag, in the sections --help shows.
+func (o *Options) FlagSections() *component.Sections {
+	s := &component.Sections{}
+	fs := s.FlagSet("updater")
 	fs.DurationVar(&o.UpdaterInterval, "updater-interval", o.UpdaterInterval, "How often updater should run")
 	fs.IntVar(&o.MinReplicas, "min-replicas", o.MinReplicas, "Minimum number of replicas to perform update")
 	fs.Float64Var(&o.EvictionTolerance, "eviction-tolerance", o.EvictionTolerance, "Fraction of replica count that can be evicted for update, if more than one pod can be evicted.")
@@ -86,11 +89,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Record every update decision as events, logs and metrics without evicting or resizing any pod.")
 	fs.StringVar(&o.AdmissionControllerLeaseName, "admission-controller-status-lease-name", o.AdmissionControllerLeaseName, "The name of the lease the admission controller renews to report its status.")
 	fs.StringVar(&o.AdmissionControllerLeaseNS, "admission-controller-status-lease-namespace", o.AdmissionControllerLeaseNS, "The namespace of the admission controller status lease; empty means $NAMESPACE, else kube-system.")
-	fs.DurationVar(&o.AdmissionControllerLeaseTimout, "admission-controller-status-lease-timeout", o.AdmissionControllerLeaseTimout, "How long after its last renewal the admission controller status lease counts as valid.")
-
-	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlagSet(klogFlags)
+	fs.DurationVar(&o.AdmissionControllerLeaseTimeout, "admission-controller-status-lease-timeout", o.AdmissionControllerLeaseTimeout, "How long after its last renewal the admission controller status lease counts as valid.")
+	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
+	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
+	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
+	features.AddFlag(s.FlagSet("feature gates"), o.Features)
+	o.Logging.AddFlags(s.FlagSet("logging"))
+	return s
 }
 
 // LeaseNamespace resolves the admission controller lease namespace.
@@ -106,30 +111,24 @@ func (o *Options) LeaseNamespace() string {
 
 // Validate checks the options.
 func (o *Options) Validate() error {
-	if err := o.Kube.Validate(); err != nil {
-		return err
+	var errs []error
+	for _, err := range []error{o.Kube.Validate(), o.Namespaces.Validate(), o.LeaderElection.Validate()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if err := o.Namespaces.Validate(); err != nil {
-		return err
+	errs = append(errs, o.Logging.Validate()...)
+	check := func(bad bool, format string, args ...any) {
+		if bad {
+			errs = append(errs, fmt.Errorf(format, args...))
+		}
 	}
-	if err := o.LeaderElection.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case o.UpdaterInterval <= 0:
-		return fmt.Errorf("--updater-interval must be positive, got %v", o.UpdaterInterval)
-	case o.MinReplicas < 1:
-		return fmt.Errorf("--min-replicas must be at least 1, got %d", o.MinReplicas)
-	case o.EvictionTolerance < 0 || o.EvictionTolerance > 1:
-		return fmt.Errorf("--eviction-tolerance must be within [0, 1], got %v", o.EvictionTolerance)
-	case o.EvictionRateLimit > 0 && o.EvictionRateBurst < 1:
-		return fmt.Errorf("--eviction-rate-burst must be at least 1 with a rate limit, got %d", o.EvictionRateBurst)
-	case o.PodUpdateThreshold < 0:
-		return fmt.Errorf("--pod-update-threshold must not be negative, got %v", o.PodUpdateThreshold)
-	case o.PodLifetimeUpdateThreshold < 0 || o.EvictAfterOOMThreshold < 0:
-		return fmt.Errorf("--in-recommendation-bounds-eviction-lifetime-threshold and --evict-after-oom-threshold must not be negative")
-	case o.AdmissionControllerLeaseTimout <= 0:
-		return fmt.Errorf("--admission-controller-status-lease-timeout must be positive, got %v", o.AdmissionControllerLeaseTimout)
-	}
-	return nil
+	check(o.UpdaterInterval <= 0, "--updater-interval must be positive, got %v", o.UpdaterInterval)
+	check(o.MinReplicas < 1, "--min-replicas must be at least 1, got %d", o.MinReplicas)
+	check(o.EvictionTolerance < 0 || o.EvictionTolerance > 1, "--eviction-tolerance must be within [0, 1], got %v", o.EvictionTolerance)
+	check(o.EvictionRateLimit > 0 && o.EvictionRateBurst < 1, "--eviction-rate-burst must be at least 1 with a rate limit, got %d", o.EvictionRateBurst)
+	check(o.PodUpdateThreshold < 0, "--pod-update-threshold must not be negative, got %v", o.PodUpdateThreshold)
+	check(o.PodLifetimeUpdateThreshold < 0 || o.EvictAfterOOMThreshold < 0, "--in-recommendation-bounds-eviction-lifetime-threshold and --evict-after-oom-threshold must not be negative")
+	check(o.AdmissionControllerLeaseTimeout <= 0, "--admission-controller-status-lease-timeout must be positive, got %v", o.AdmissionControllerLeaseTimeout)
+	return errors.Join(errs...)
 }

@@ -1,0 +1,96 @@
+// Package component holds what the three OpenVPA binaries share on the
+// command line: the logging options (component-base's --logging-format,
+// -v and --vmodule, beside upstream VPA's klog flags) and the named flag
+// sections --help prints.
+package component
+
+import (
+	"context"
+	goflag "flag"
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// The json format of --logging-format.
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/klog/v2"
+)
+
+// Logging are a component's logging options.
+type Logging struct {
+	// Config is component-base's logging configuration: format,
+	// verbosity, vmodule, flush frequency.
+	Config *logsapi.LoggingConfiguration
+	// stderrThreshold, when set, is the default of klog's
+	// --stderrthreshold.
+	stderrThreshold string
+}
+
+// NewLogging returns logging options with the given default verbosity and,
+// unless empty, default --stderrthreshold (upstream's recommender and
+// admission controller use 4 and INFO).
+func NewLogging(verbosity uint32, stderrThreshold string) *Logging {
+	c := logsapi.NewLoggingConfiguration()
+	c.Verbosity = logsapi.VerbosityLevel(verbosity)
+	return &Logging{Config: c, stderrThreshold: stderrThreshold}
+}
+
+// AddFlags registers --logging-format, -v, --vmodule and the other
+// component-base logging flags, and upstream VPA's klog flags
+// (--logtostderr, --log_file, ...), which apply to the text format.
+func (l *Logging) AddFlags(fs *pflag.FlagSet) {
+	logsapi.AddFlags(l.Config, fs)
+	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if l.stderrThreshold != "" {
+		if f := klogFlags.Lookup("stderrthreshold"); f != nil {
+			_ = f.Value.Set(l.stderrThreshold)
+			f.DefValue = l.stderrThreshold
+		}
+	}
+	klogFlags.VisitAll(func(f *goflag.Flag) {
+		if f.Name == "v" || f.Name == "vmodule" {
+			return // component-base's own, above
+		}
+		fs.AddGoFlag(f)
+	})
+}
+
+// Validate returns the problems with the options, each naming its flag.
+func (l *Logging) Validate() []error {
+	var errs []error
+	for _, err := range logsapi.Validate(l.Config, nil, nil) {
+		errs = append(errs, fmt.Errorf("logging: %w", err))
+	}
+	return errs
+}
+
+// Apply sets up logging as configured and returns ctx with a logger named
+// after the component. Call it once, before anything logs.
+func (l *Logging) Apply(ctx context.Context, name string) (context.Context, error) {
+	if err := logsapi.ValidateAndApply(l.Config, nil); err != nil {
+		return ctx, err
+	}
+	return klog.NewContext(ctx, klog.Background().WithName(name)), nil
+}
+
+// Sections are a component's flags in named sections, in the order --help
+// prints them.
+type Sections struct {
+	cliflag.NamedFlagSets
+}
+
+// AddTo adds every section's flags to fs, the one flag set parsed.
+func (s *Sections) AddTo(fs *pflag.FlagSet) {
+	for _, name := range s.Order {
+		fs.AddFlagSet(s.FlagSets[name])
+	}
+}
+
+// Usage prints usage, the section headings and their flags.
+func (s *Sections) Usage(w io.Writer, usage string) {
+	fmt.Fprintf(w, "%s\n", usage)
+	cliflag.PrintSections(w, s.NamedFlagSets, 0)
+}
