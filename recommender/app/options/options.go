@@ -98,7 +98,7 @@ type Options struct {
 func NewOptions() *Options {
 	return &Options{
 		// Upstream's recommender defaults to -v=4 and --stderrthreshold=INFO.
-		Logging: component.NewLogging(4, "INFO"),
+		Logging:                  component.NewLogging(4, "INFO"),
 		Client:                   kubeclient.NewOptions("vpa-recommender"),
 		LeaderElection:           leaderelection.NewOptions(LeaseName),
 		FeatureGates:             features.NewGate(),
