@@ -18,4 +18,6 @@ if ! hack/cluster/up.sh; then
 fi
 
 echo "==> go test ./... (e2e packages share the cluster above, one namespace per test)"
-go test -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
+# -count=1: never replay cached results. The e2e tests' outcome depends on the cluster, which Go's
+# test cache cannot see, so a cached pass proves nothing about this run.
+go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
