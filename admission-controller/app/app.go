@@ -40,6 +40,7 @@ import (
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -227,7 +228,11 @@ func Run(ctx context.Context, o *options.Options) error {
 		start("certificate watcher", func() error { return certs.Watch(ctx) })
 	}
 	holder, _ := os.Hostname()
-	lease := status.NewWriter(kube, status.WriterConfig{
+	leaseClient, err := leases.New(restConfig)
+	if err != nil {
+		return err
+	}
+	lease := status.NewWriter(leaseClient, status.WriterConfig{
 		Namespace: o.LeaseNamespace(), Name: o.StatusLeaseName, Holder: holder, Interval: o.StatusLeaseUpdateInterval,
 	}, clock.RealClock{})
 	start("status lease", func() error { return lease.Run(ctx) })

@@ -31,6 +31,7 @@ import (
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	"github.com/openvpa/openvpa/e2e/framework"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/status"
 )
 
@@ -119,6 +120,16 @@ func (e *env) start(t *testing.T) {
 }
 
 func rl(cpu, mem string) corev1.ResourceList { return framework.Resources(cpu, mem) }
+
+// leases returns a Lease client as admin.
+func (e *env) leases(t *testing.T) leases.Client {
+	t.Helper()
+	c, err := leases.New(e.c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // createVPA creates a VPA for Deployment name and stores a recommendation in
 // its status, as the recommender would.
@@ -268,7 +279,7 @@ func TestAdmissionController(t *testing.T) {
 	})
 
 	t.Run("the status Lease is fresh while running", func(t *testing.T) {
-		r := status.NewReader(e.c.Client, e.ns, leaseName, 5*time.Second, clock.RealClock{})
+		r := status.NewReader(e.leases(t), e.ns, leaseName, 5*time.Second, clock.RealClock{})
 		framework.WaitFor(t, 30*time.Second, func() (bool, error) { return r.IsFresh(ctx) })
 	})
 
@@ -308,7 +319,7 @@ func TestAdmissionController(t *testing.T) {
 			t.Errorf("pod %s was patched with the admission controller stopped", p.Name)
 		}
 		assertResources(t, "requests", p.Spec.Containers[0].Resources.Requests, rl("100m", "100Mi"))
-		r := status.NewReader(e.c.Client, e.ns, leaseName, 5*time.Second, clock.RealClock{})
+		r := status.NewReader(e.leases(t), e.ns, leaseName, 5*time.Second, clock.RealClock{})
 		framework.WaitFor(t, 30*time.Second, func() (bool, error) {
 			fresh, err := r.IsFresh(ctx)
 			return !fresh, err

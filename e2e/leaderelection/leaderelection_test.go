@@ -22,6 +22,7 @@ import (
 
 	"github.com/openvpa/openvpa/e2e/framework"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
+	"github.com/openvpa/openvpa/pkg/leases"
 )
 
 const leaseName = "openvpa-e2e-leader"
@@ -54,7 +55,7 @@ func TestLeaseClient(t *testing.T) {
 		recorder.next = rt
 		return recorder
 	}
-	leases, err := leaderelection.NewLeaseClient(cfg)
+	leases, err := leases.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestCandidatesTakeTurns(t *testing.T) {
 
 	var leaders, maxLeaders atomic.Int32
 	start := func(name string) *candidate {
-		leases, err := leaderelection.NewLeaseClient(c.Config)
+		leases, err := leases.New(c.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

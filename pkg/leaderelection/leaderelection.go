@@ -2,7 +2,7 @@
 // replica acts at a time, with upstream VPA's flag names and defaults.
 //
 // It speaks to coordination.k8s.io/v1 Leases through a small REST client of
-// its own (NewLeaseClient) instead of client-go's leader election, whose
+// its own (pkg/leases) instead of client-go's leader election, whose
 // packages link the typed clientsets, every built-in API group and the
 // informers into the binary. The election follows client-go's LeaderElector
 // with ReleaseOnCancel: candidates poll every RetryPeriod, a lease counts as
@@ -30,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/openvpa/openvpa/pkg/leases"
 )
 
 // LeasesResourceLock is the only supported --leader-elect-resource-lock.
@@ -161,7 +163,7 @@ func (o *Options) Validate() error {
 // lost. The lease stays renewed while run finishes after ctx was cancelled and
 // is released once run has returned. Run returns only after run has returned:
 // run's error, or ErrLeaseLost when leadership ended while ctx was still live.
-func Run(ctx context.Context, o Options, leases LeaseClient, run func(context.Context) error) error {
+func Run(ctx context.Context, o Options, leases leases.Client, run func(context.Context) error) error {
 	if !o.LeaderElect {
 		return run(ctx)
 	}
@@ -180,7 +182,7 @@ func Run(ctx context.Context, o Options, leases LeaseClient, run func(context.Co
 // leading.
 type elector struct {
 	o      Options
-	leases LeaseClient
+	leases leases.Client
 	clock  clock.WithTicker
 	id     string
 
@@ -194,7 +196,7 @@ type elector struct {
 	haveSeen   bool
 }
 
-func newElector(o Options, leases LeaseClient, clk clock.WithTicker, id string) *elector {
+func newElector(o Options, leases leases.Client, clk clock.WithTicker, id string) *elector {
 	return &elector{o: o, leases: leases, clock: clk, id: id}
 }
 

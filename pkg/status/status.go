@@ -11,13 +11,13 @@
 //
 // Writer side:
 //
-//	w := status.NewWriter(client, status.WriterConfig{Namespace: ns, Name: status.DefaultLeaseName,
+//	w := status.NewWriter(leaseClient, status.WriterConfig{Namespace: ns, Name: status.DefaultLeaseName,
 //		Holder: hostname, Interval: 10 * time.Second}, clock.RealClock{})
 //	go w.Run(ctx)
 //
 // Reader side:
 //
-//	r := status.NewReader(client, ns, status.DefaultLeaseName, status.DefaultTimeout, clock.RealClock{})
+//	r := status.NewReader(leaseClient, ns, status.DefaultLeaseName, status.DefaultTimeout, clock.RealClock{})
 //	fresh, err := r.IsFresh(ctx) // false with a nil error when the Lease is missing or stale
 package status
 
@@ -30,10 +30,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
+
+	"github.com/openvpa/openvpa/pkg/leases"
 )
 
 const (
@@ -45,8 +46,6 @@ const (
 	DefaultTimeout = time.Minute
 	// DefaultInterval is upstream's renewal interval.
 	DefaultInterval = 10 * time.Second
-	// fieldManager is the field manager of the writer's updates.
-	fieldManager = "vpa-admission-controller"
 )
 
 // IsFresh reports whether the lease was renewed (or, if never renewed,
@@ -67,7 +66,7 @@ func IsFresh(lease *coordinationv1.Lease, timeout time.Duration, now time.Time) 
 
 // Reader checks the admission controller's Lease.
 type Reader struct {
-	client    kubernetes.Interface
+	client    leases.Client
 	namespace string
 	name      string
 	timeout   time.Duration
@@ -75,14 +74,14 @@ type Reader struct {
 }
 
 // NewReader returns a Reader of the Lease namespace/name.
-func NewReader(client kubernetes.Interface, namespace, name string, timeout time.Duration, clk clock.PassiveClock) *Reader {
+func NewReader(client leases.Client, namespace, name string, timeout time.Duration, clk clock.PassiveClock) *Reader {
 	return &Reader{client: client, namespace: namespace, name: name, timeout: timeout, clock: clk}
 }
 
 // IsFresh reads the Lease and reports whether it is fresh. A missing Lease is
 // not fresh and not an error; other API errors are returned.
 func (r *Reader) IsFresh(ctx context.Context) (bool, error) {
-	lease, err := r.client.CoordinationV1().Leases(r.namespace).Get(ctx, r.name, metav1.GetOptions{})
+	lease, err := r.client.Get(ctx, r.namespace, r.name)
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -104,13 +103,13 @@ type WriterConfig struct {
 
 // Writer keeps the Lease renewed.
 type Writer struct {
-	client kubernetes.Interface
+	client leases.Client
 	cfg    WriterConfig
 	clock  clock.WithTicker
 }
 
 // NewWriter returns a Writer.
-func NewWriter(client kubernetes.Interface, cfg WriterConfig, clk clock.WithTicker) *Writer {
+func NewWriter(client leases.Client, cfg WriterConfig, clk clock.WithTicker) *Writer {
 	return &Writer{client: client, cfg: cfg, clock: clk}
 }
 
@@ -149,18 +148,17 @@ func (w *Writer) renewWithRetries(ctx context.Context) error {
 // Renew creates the Lease or sets its renewTime to now. A conflict (another
 // replica renewed it at the same time) counts as success.
 func (w *Writer) Renew(ctx context.Context) error {
-	leases := w.client.CoordinationV1().Leases(w.cfg.Namespace)
 	now := metav1.NewMicroTime(w.clock.Now())
-	lease, err := leases.Get(ctx, w.cfg.Name, metav1.GetOptions{})
+	lease, err := w.client.Get(ctx, w.cfg.Namespace, w.cfg.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = leases.Create(ctx, &coordinationv1.Lease{
+		_, err = w.client.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.cfg.Namespace, Name: w.cfg.Name},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(w.cfg.Holder),
 				LeaseDurationSeconds: ptr.To(int32(w.cfg.Interval / time.Second)),
 				RenewTime:            &now,
 			},
-		}, metav1.CreateOptions{FieldManager: fieldManager})
+		})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -171,7 +169,7 @@ func (w *Writer) Renew(ctx context.Context) error {
 	}
 	lease.Spec.RenewTime = &now
 	lease.Spec.HolderIdentity = ptr.To(w.cfg.Holder)
-	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
+	_, err = w.client.Update(ctx, lease)
 	if apierrors.IsConflict(err) {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	clocktesting "k8s.io/utils/clock/testing"
 )
@@ -46,11 +47,11 @@ func TestWriterAndReader(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	client := fake.NewClientset()
-	r := NewReader(client, "ns", DefaultLeaseName, DefaultTimeout, clk)
+	r := NewReader(clientsetLeases{client}, "ns", DefaultLeaseName, DefaultTimeout, clk)
 	if fresh, err := r.IsFresh(ctx); fresh || err != nil {
 		t.Fatalf("missing lease: fresh=%v err=%v, want false, nil", fresh, err)
 	}
-	w := NewWriter(client, WriterConfig{Namespace: "ns", Name: DefaultLeaseName, Holder: "host-a", Interval: 10 * time.Second}, clk)
+	w := NewWriter(clientsetLeases{client}, WriterConfig{Namespace: "ns", Name: DefaultLeaseName, Holder: "host-a", Interval: 10 * time.Second}, clk)
 	if err := w.Renew(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestWriterRunRenewsEveryInterval(t *testing.T) {
 	defer cancel()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	client := fake.NewClientset()
-	w := NewWriter(client, WriterConfig{Namespace: "ns", Name: "l", Holder: "h", Interval: 10 * time.Second}, clk)
+	w := NewWriter(clientsetLeases{client}, WriterConfig{Namespace: "ns", Name: "l", Holder: "h", Interval: 10 * time.Second}, clk)
 	done := make(chan error)
 	go func() { done <- w.Run(ctx) }()
 	renewTime := func() time.Time {
@@ -100,6 +101,21 @@ func TestWriterRunRenewsEveryInterval(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run returned %v after cancel", err)
 	}
+}
+
+// clientsetLeases serves leases.Client from a (fake) clientset.
+type clientsetLeases struct{ kubernetes.Interface }
+
+func (c clientsetLeases) Get(ctx context.Context, namespace, name string) (*coordinationv1.Lease, error) {
+	return c.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (c clientsetLeases) Create(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return c.CoordinationV1().Leases(l.Namespace).Create(ctx, l, metav1.CreateOptions{})
+}
+
+func (c clientsetLeases) Update(ctx context.Context, l *coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	return c.CoordinationV1().Leases(l.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 }
 
 func waitUntil(t *testing.T, cond func() bool) {

@@ -24,6 +24,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
+	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/app/options"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
@@ -116,7 +117,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	leases, err := leaderelection.NewLeaseClient(cfg)
+	leaseClient, err := leases.New(cfg)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		}
 		ready.Store(true)
 		klog.FromContext(gctx).Info("Informer caches synced")
-		return leaderelection.Run(gctx, election, leases, func(lctx context.Context) error {
+		return leaderelection.Run(gctx, election, leaseClient, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.

@@ -32,6 +32,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
+	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/priority"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
@@ -96,6 +97,10 @@ func Run(ctx context.Context, o *options.Options) error {
 	vpas, err := vpaclient.NewForConfig(restConfig)
 	if err != nil {
 		return fmt.Errorf("building the VPA client: %w", err)
+	}
+	leaseClient, err := leases.New(restConfig)
+	if err != nil {
+		return err
 	}
 	clk := clock.RealClock{}
 	ns := o.Namespaces.Filter().WatchNamespace()
@@ -180,7 +185,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		},
 		Resolver: resolver,
 		Counter:  counter,
-		Status:   status.NewReader(kube, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
+		Status:   status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
 		Evicter:  eviction.Evicter{Kube: kube, Recorder: recorder},
 		Resizer:  inplace.Client{Kube: kube},
 		Recorder: recorder,
@@ -234,12 +239,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	}()
 	runErr := make(chan error, 1)
 	go func() {
-		leases, err := leaderelection.NewLeaseClient(restConfig)
-		if err != nil {
-			runErr <- err
-			return
-		}
-		runErr <- leaderelection.Run(ctx, election, leases, func(ctx context.Context) error {
+		runErr <- leaderelection.Run(ctx, election, leaseClient, func(ctx context.Context) error {
 			select {
 			case <-synced:
 			case <-ctx.Done():
