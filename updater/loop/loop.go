@@ -477,7 +477,7 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 }
 
 func (u *Updater) dryRun(vpa *vpav1.VerticalPodAutoscaler, c candidate, action, reason string) {
-	u.d.Metrics.DryRunDecisions.WithLabelValues(action, vpa.Name, vpa.Namespace).Inc()
+	u.d.Metrics.DryRunDecisions.WithLabelValues(action).Inc()
 	msg := fmt.Sprintf("Dry run: VPA Updater would %s this pod (%s, relative change %.2f) to set requests %s.",
 		action, c.decision.Reason, c.decision.ResourceDiff, inplace.Describe(c.requests))
 	u.d.Recorder.Event(c.pod, corev1.EventTypeNormal, reason, msg)

@@ -53,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: metricsNamespace, Name: "execution_latency_seconds", Help: "Time spent in various parts of VPA Updater main loop.",
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
-		DryRunDecisions: c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place).", "action", "vpa_name", "vpa_namespace"),
+		DryRunDecisions: c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
 	}
 	reg.MustRegister(m.ControlledPods, m.EvictablePods, m.EvictedPods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
 		m.FailedEvictions, m.InPlaceUpdatablePods, m.InPlaceUpdatedPods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated,
