@@ -78,9 +78,11 @@ update: ## Regenerate clients, CRDs and docs.
 	hack/update-flags-docs.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, generated code and CRDs up to date.
+verify: ## gofmt, go vet, tidy go.mod files, golangci-lint, generated code and CRDs up to date.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
+	hack/verify-gomod.sh
+	hack/verify-lint.sh
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-flags-docs.sh
