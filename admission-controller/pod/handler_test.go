@@ -22,20 +22,12 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-func rl(cpu, mem string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
-}
+func rl(cpu, mem string) corev1.ResourceList { return testbuild.Resources(cpu, mem) }
 
 func ctr(name string, req, lim corev1.ResourceList) corev1.Container {
 	return corev1.Container{Name: name, Image: "busybox", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}

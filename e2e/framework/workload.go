@@ -9,9 +9,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
 // Pod annotations read by the cluster's KWOK configuration (hack/cluster/conf/kwok.yaml).
@@ -69,16 +70,7 @@ type Workload struct {
 
 // Resources is a shorthand for a CPU and memory ResourceList; an empty string leaves the
 // resource out.
-func Resources(cpu, memory string) corev1.ResourceList {
-	rl := corev1.ResourceList{}
-	if cpu != "" {
-		rl[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if memory != "" {
-		rl[corev1.ResourceMemory] = resource.MustParse(memory)
-	}
-	return rl
-}
+func Resources(cpu, memory string) corev1.ResourceList { return testbuild.Resources(cpu, memory) }
 
 // UsageAnnotations returns the pod annotations for u.
 func (u Usage) UsageAnnotations() map[string]string {

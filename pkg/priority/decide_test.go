@@ -5,19 +5,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
-func rl(cpu, mem string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
-}
+func rl(cpu, mem string) corev1.ResourceList { return testbuild.Resources(cpu, mem) }
 
 func dur(d time.Duration) *time.Duration { return &d }
 

@@ -11,18 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+
+	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
-func rl(cpu, mem string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
-}
+func rl(cpu, mem string) corev1.ResourceList { return testbuild.Resources(cpu, mem) }
 
 func container(name string, req, lim corev1.ResourceList) corev1.Container {
 	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}
