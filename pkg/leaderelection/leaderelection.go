@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -497,4 +498,26 @@ func (e *elector) release(ctx context.Context) {
 		// A renewal that timed out on our side may have landed; read again.
 	}
 	logger.Error(releaseCtx.Err(), "Could not release the leader lease in time", "lease", e.leaseRef())
+}
+
+// LeaderMetric registers client-go's leader election metric on reg,
+// leader_election_master_status{name="<lease name>"}: 1 while this process
+// leads, else 0. The returned function sets it, for Options.OnLeading.
+func LeaderMetric(reg prometheus.Registerer, leaseName string) (func(leading bool), error) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "leader_election_master_status",
+		Help: "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master. 'name' is the string used to identify the lease.",
+	}, []string{"name"})
+	if err := reg.Register(g); err != nil {
+		return nil, err
+	}
+	m := g.WithLabelValues(leaseName)
+	m.Set(0)
+	return func(leading bool) {
+		if leading {
+			m.Set(1)
+		} else {
+			m.Set(0)
+		}
+	}, nil
 }

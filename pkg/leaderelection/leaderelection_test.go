@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -837,5 +838,35 @@ func TestWatchdog(t *testing.T) {
 	}
 	if real.leading {
 		t.Error("the watchdog still believes it leads")
+	}
+}
+
+func TestLeaderMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	set, err := LeaderMetric(reg, "vpa-updater")
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil || len(mfs) != 1 || mfs[0].GetName() != "leader_election_master_status" {
+			t.Fatalf("gathered %v, %v", mfs, err)
+		}
+		m := mfs[0].GetMetric()[0]
+		if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "name" || l[0].GetValue() != "vpa-updater" {
+			t.Fatalf("labels %v", l)
+		}
+		return m.GetGauge().GetValue()
+	}
+	if v := value(); v != 0 {
+		t.Errorf("before leading: %v, want 0", v)
+	}
+	set(true)
+	if v := value(); v != 1 {
+		t.Errorf("leading: %v, want 1", v)
+	}
+	set(false)
+	if v := value(); v != 0 {
+		t.Errorf("after leading: %v, want 0", v)
 	}
 }

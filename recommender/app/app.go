@@ -143,6 +143,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	watchdog := leaderelection.NewWatchdog(clk, o.LeaderElection.LeaseDuration)
 	election := o.LeaderElection
 	election.Watchdog = watchdog
+	if election.OnLeading, err = leaderelection.LeaderMetric(reg, election.ResourceName); err != nil {
+		return err
+	}
 	var ready atomic.Bool
 	hs := healthserver.Options{
 		Address:   o.Address,

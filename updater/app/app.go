@@ -203,7 +203,14 @@ func Run(ctx context.Context, o *options.Options) error {
 	watchdog := leaderelection.NewWatchdog(clk, o.LeaderElection.LeaseDuration)
 	election := o.LeaderElection
 	election.Watchdog = watchdog
-	election.OnLeading = loopHealth.SetActive
+	setLeader, err := leaderelection.LeaderMetric(reg, election.ResourceName)
+	if err != nil {
+		return err
+	}
+	election.OnLeading = func(leading bool) {
+		loopHealth.SetActive(leading)
+		setLeader(leading)
+	}
 	serveErr := make(chan error, 1)
 	go func() {
 		serveErr <- healthserver.Serve(ctx, healthserver.Options{
