@@ -3,6 +3,7 @@ package leaderelection
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -51,6 +52,16 @@ func (r *replica) identity() string {
 		return ""
 	}
 	return m[len(m)-1][1]
+}
+
+func (r *replica) get(path string) (string, error) {
+	resp, err := http.Get(r.health + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return string(body), err
 }
 
 func (r *replica) probe(path string) error {
@@ -125,6 +136,14 @@ func TestReplicasStayHealthyAndHandOver(t *testing.T) {
 				lead, standby = leader(a, b)
 				return lead != nil, nil
 			})
+
+			for r, want := range map[*replica]string{lead: "1", standby: "0"} {
+				line := fmt.Sprintf("leader_election_master_status{name=%q} %s", comp.lease, want)
+				framework.WaitFor(t, 10*time.Second, func() (bool, error) {
+					body, err := r.get("/metrics")
+					return err == nil && strings.Contains(body, line), err
+				})
+			}
 
 			// Both stay live and ready while the leader runs 10 loops.
 			loops := strings.Count(lead.proc.Log(), comp.loopLine)
