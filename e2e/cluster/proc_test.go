@@ -65,14 +65,7 @@ func procState(pid int) string {
 // start-up") although it was about to run.
 func TestStartSurvivesSlowExec(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "cluster")
-	bin := filepath.Join(tmp, "bin")
-	for _, d := range []string{filepath.Join(dir, "logs"), filepath.Join(dir, "pids"), bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, bin := fakeClusterDirs(t)
 	// The stand-in "kwok" is tail following a file of the cluster's folder: like a component, it
 	// runs until stopped, and an argument names the cluster's folder.
 	tail, err := exec.LookPath("tail")
@@ -104,7 +97,7 @@ echo started`
 		"HACK_CLUSTER="+hackCluster(t), "CONF="+conf, "READY="+ready)
 	// A file, not a pipe: the forked shell inherits the script's output, and Wait would wait for
 	// it to close a pipe.
-	out, err := os.Create(filepath.Join(tmp, "start.out"))
+	out, err := os.Create(filepath.Join(t.TempDir(), "start.out"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,14 +182,7 @@ echo started`
 // with its log.
 func TestStartReportsExit(t *testing.T) {
 	t.Parallel()
-	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "cluster")
-	bin := filepath.Join(tmp, "bin")
-	for _, d := range []string{filepath.Join(dir, "logs"), filepath.Join(dir, "pids"), bin} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir, bin := fakeClusterDirs(t)
 	// tail of a file that does not exist prints an error and exits.
 	tail, err := exec.LookPath("tail")
 	if err != nil {
@@ -256,4 +242,18 @@ func TestProcAlive(t *testing.T) {
 			t.Errorf("proc_alive %q: reported alive", pid)
 		}
 	}
+}
+
+// fakeClusterDirs returns a cluster folder (with logs/ and pids/) and a bin
+// folder for a stand-in component, both removed when the test ends.
+func fakeClusterDirs(t *testing.T) (dir, bin string) {
+	t.Helper()
+	tmp := t.TempDir()
+	dir, bin = filepath.Join(tmp, "cluster"), filepath.Join(tmp, "bin")
+	for _, d := range []string{filepath.Join(dir, "logs"), filepath.Join(dir, "pids"), bin} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, bin
 }
