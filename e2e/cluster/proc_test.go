@@ -65,16 +65,9 @@ func procState(pid int) string {
 // start-up") although it was about to run.
 func TestStartSurvivesSlowExec(t *testing.T) {
 	t.Parallel()
-	dir, bin := fakeClusterDirs(t)
 	// The stand-in "kwok" is tail following a file of the cluster's folder: like a component, it
 	// runs until stopped, and an argument names the cluster's folder.
-	tail, err := exec.LookPath("tail")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(tail, filepath.Join(bin, "kwok")); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin := fakeClusterDirs(t)
 	conf := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(conf, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -182,15 +175,8 @@ echo started`
 // with its log.
 func TestStartReportsExit(t *testing.T) {
 	t.Parallel()
+	// The stand-in "kwok", tail, of a file that does not exist prints an error and exits.
 	dir, bin := fakeClusterDirs(t)
-	// tail of a file that does not exist prints an error and exits.
-	tail, err := exec.LookPath("tail")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(tail, filepath.Join(bin, "kwok")); err != nil {
-		t.Fatal(err)
-	}
 	script := `set -euo pipefail
 source "$1"
 start kwok -f "$2"
@@ -245,7 +231,8 @@ func TestProcAlive(t *testing.T) {
 }
 
 // fakeClusterDirs returns a cluster folder (with logs/ and pids/) and a bin
-// folder for a stand-in component, both removed when the test ends.
+// folder whose "kwok" is tail, a stand-in component; both are removed when
+// the test ends.
 func fakeClusterDirs(t *testing.T) (dir, bin string) {
 	t.Helper()
 	tmp := t.TempDir()
@@ -254,6 +241,13 @@ func fakeClusterDirs(t *testing.T) (dir, bin string) {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
+	}
+	tail, err := exec.LookPath("tail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(tail, filepath.Join(bin, "kwok")); err != nil {
+		t.Fatal(err)
 	}
 	return dir, bin
 }
