@@ -18,6 +18,17 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// klogStderrThreshold is klog's own --stderrthreshold default, read before
+// any component changes it.
+var klogStderrThreshold = func() string {
+	fs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(fs)
+	if f := fs.Lookup("stderrthreshold"); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}()
+
 // Logging are a component's logging options.
 type Logging struct {
 	// Config is component-base's logging configuration: format,
@@ -44,11 +55,16 @@ func (l *Logging) AddFlags(fs *pflag.FlagSet) {
 	logsapi.AddFlags(l.Config, fs)
 	klogFlags := goflag.NewFlagSet("klog", goflag.ContinueOnError)
 	klog.InitFlags(klogFlags)
-	if l.stderrThreshold != "" {
-		if f := klogFlags.Lookup("stderrthreshold"); f != nil {
-			_ = f.Value.Set(l.stderrThreshold)
-			f.DefValue = l.stderrThreshold
-		}
+	// klog's flags are bound to its global state: set this component's
+	// default whether or not another registration in the process (the flag
+	// docs generator registers all three) changed it.
+	threshold := l.stderrThreshold
+	if threshold == "" {
+		threshold = klogStderrThreshold
+	}
+	if f := klogFlags.Lookup("stderrthreshold"); f != nil && threshold != "" {
+		_ = f.Value.Set(threshold)
+		f.DefValue = threshold
 	}
 	klogFlags.VisitAll(func(f *goflag.Flag) {
 		if f.Name == "v" || f.Name == "vmodule" {

@@ -64,3 +64,21 @@ func TestSectionsUsage(t *testing.T) {
 		t.Error("AddTo did not add every section's flags")
 	}
 }
+
+// TestStderrThresholdDefaultPerComponent: klog's flags are global, but each
+// registration gets its own component's default, as the flag docs generator
+// (all three components in one process) needs.
+func TestStderrThresholdDefaultPerComponent(t *testing.T) {
+	for _, tc := range []struct {
+		threshold, want string
+	}{{"INFO", "0"}, {"", klogStderrThreshold}, {"INFO", "0"}} {
+		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
+		NewLogging(0, tc.threshold).AddFlags(fs)
+		if f := fs.Lookup("stderrthreshold"); f == nil || f.DefValue != tc.want {
+			t.Errorf("threshold %q: --stderrthreshold default %+v, want %s", tc.threshold, f, tc.want)
+		}
+	}
+	if klogStderrThreshold != "2" {
+		t.Errorf("klog's own default = %q, want 2 (ERROR)", klogStderrThreshold)
+	}
+}
