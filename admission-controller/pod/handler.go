@@ -36,18 +36,6 @@ type EventRecorder interface {
 	Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any)
 }
 
-// Event reasons the admission controller records on a VPA.
-const (
-	// ReasonLimitRangeConflict: a pod was admitted without the
-	// recommendation, because the API server's LimitRange admission would
-	// refuse the pod with it.
-	ReasonLimitRangeConflict = "LimitRangeConflict"
-	// ReasonLimitRangeOverridesPolicy: a pod got the recommendation capped
-	// to the LimitRanges past the VPA's minAllowed or maxAllowed, which the
-	// LimitRanges do not admit.
-	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
-)
-
 // Handler computes pod patches. It is safe for concurrent use.
 type Handler struct {
 	vpas     VPAFinder
@@ -69,8 +57,8 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 	return &Handler{vpas: vpas, limits: limits}
 }
 
-// WithRecorder makes h record events on VPAs (see the Reason constants) and
-// returns it.
+// WithRecorder makes h record events on VPAs (recommendation's
+// ReasonLimitRange* reasons) and returns it.
 func (h *Handler) WithRecorder(r EventRecorder) *Handler {
 	h.recorder = r
 	return h
@@ -158,7 +146,7 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
 	start := len(dst)
-	dst, applied, check, err := appendPatch(dst, pod, vpa, lr, sc)
+	dst, applied, plan, err := appendPatch(dst, pod, vpa, lr, sc)
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
@@ -167,27 +155,23 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
 	}
 	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied}
-	if check.Conflict != nil {
-		res.Warnings = h.conflict(logger, pod, vpa, check)
+	if plan.Conflict != nil {
+		res.Warnings = h.conflict(logger, pod, vpa, plan)
 	}
 	return res, nil
 }
 
 // conflict reports a plan that had to give way to the LimitRanges: a log
 // line, an event on the VPA and the warning for the response.
-func (h *Handler) conflict(logger klog.Logger, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, check limitCheck) []string {
-	why := strings.ReplaceAll(check.Conflict.Error(), "\n", "; ")
-	var reason, msg string
-	if check.PolicyOverridden {
-		reason = ReasonLimitRangeOverridesPolicy
+func (h *Handler) conflict(logger klog.Logger, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan) []string {
+	why := plan.Why()
+	msg := fmt.Sprintf("VPA %s: recommendation not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)
+	if plan.PolicyOverridden {
 		msg = fmt.Sprintf("VPA %s: requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit (%s)", vpa.Name, why)
-	} else {
-		reason = ReasonLimitRangeConflict
-		msg = fmt.Sprintf("VPA %s: recommendation not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)
 	}
-	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "reason", reason, "conflict", why)
+	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "reason", plan.ConflictReason(), "conflict", why)
 	if h.recorder != nil {
-		h.recorder.Eventf(vpa, corev1.EventTypeWarning, reason, "Pod %s: %s", displayName(pod), msg)
+		h.recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s: %s", displayName(pod), msg)
 	}
 	return []string{msg}
 }
@@ -207,12 +191,6 @@ func displayName(pod *corev1.Pod) string {
 func AppendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
 	b, applied, _, err := appendPatch(dst, pod, vpa, lr, &scratch{})
 	return b, applied, err
-}
-
-// limitCheck is the outcome of the LimitRange check of a plan.
-type limitCheck struct {
-	Conflict         error
-	PolicyOverridden bool
 }
 
 // scratch is reusable working memory for appendPatch.
@@ -265,13 +243,12 @@ var (
 	observedContainersPath = []byte("/metadata/annotations/" + escape(annotations.ObservedContainers))
 )
 
-func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, limitCheck, error) {
+func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, *recommendation.Plan, error) {
 	w := patchWriter{buf: dst}
 	if pod.Annotations == nil {
 		w.addEmptyObject(annotationsPath)
 	}
 	plan := recommendation.PlanForPodShared(pod, vpa, lr)
-	check := limitCheck{Conflict: plan.Conflict, PolicyOverridden: plan.PolicyOverridden}
 	resources := plan.Containers
 	sc.updates = append(sc.updates[:0], "Pod resources updated by "...)
 	sc.updates = append(sc.updates, vpa.Name...)
@@ -317,7 +294,7 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 	}
 	w.addString(observedContainersPath, sc.path)
 	w.buf = append(w.buf, ']')
-	return w.buf, len(sc.patched) > 0, check, nil
+	return w.buf, len(sc.patched) > 0, &plan, nil
 }
 
 func appendItem(b []byte, items *int, s, suffix string) []byte {

@@ -397,7 +397,7 @@ func TestAdmitLimitRangeConflict(t *testing.T) {
 		"refused: left alone": {
 			// The limit:request ratio of 4 is above the LimitRange's 2 whatever the request.
 			vpa:         testVPA(rec("app", rl("400m", ""))),
-			wantReason:  ReasonLimitRangeConflict,
+			wantReason:  recommendation.ReasonLimitRangeConflict,
 			wantWarning: "cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000",
 		},
 	}

@@ -120,9 +120,8 @@ func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.
 		case r == nil && lr.Pod != nil && len(c.Resources.Requests) > 0:
 			// Upstream's rule: under a Pod LimitRange, a container the
 			// recommendation does not cover is scaled with the others,
-			// starting from its requests. It has no bounds.
-			// With the bounds capped too, they start from the requests as
-			// well, so that target and bounds are scaled alike.
+			// starting from its requests. Its bounds (when capped) start
+			// from its requests too, so that they scale like the target.
 			target = resourceList{m: c.Resources.Requests, shared: true}
 			copies[i] = vpav1.RecommendedContainerResources{ContainerName: c.Name}
 			r = &copies[i]

@@ -1,6 +1,8 @@
 package recommendation
 
 import (
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -34,6 +36,34 @@ type Plan struct {
 	// LimitRanges applied after the VPA's minAllowed and maxAllowed, because
 	// upstream's order (the policy last) gave the Conflict.
 	PolicyOverridden bool
+}
+
+// Event reasons for a plan that gave way to the LimitRanges, the same in
+// the admission controller's and the updater's events.
+const (
+	// ReasonLimitRangeConflict: the pod is left as it is, because with the
+	// recommendation the API server would refuse it.
+	ReasonLimitRangeConflict = "LimitRangeConflict"
+	// ReasonLimitRangeOverridesPolicy: the pod gets the recommendation
+	// capped to the LimitRanges past the VPA's minAllowed or maxAllowed.
+	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
+)
+
+// ConflictReason is the event reason for a plan with a Conflict.
+func (p *Plan) ConflictReason() string {
+	if p.PolicyOverridden {
+		return ReasonLimitRangeOverridesPolicy
+	}
+	return ReasonLimitRangeConflict
+}
+
+// Why is the Conflict on one line (the API server's messages joined by
+// "; "), or "" when there is none.
+func (p *Plan) Why() string {
+	if p.Conflict == nil {
+		return ""
+	}
+	return strings.ReplaceAll(p.Conflict.Error(), "\n", "; ")
 }
 
 // Changed reports whether the plan sets anything on any container.

@@ -618,11 +618,10 @@ func (r *Recommender) limitRangeConflict(st *vpaState, rec *vpav1.RecommendedPod
 	if plan.Conflict == nil {
 		return "", ""
 	}
-	why := strings.ReplaceAll(plan.Conflict.Error(), "\n", "; ")
 	if plan.PolicyOverridden {
-		return ReasonLimitRangeOverridesPolicy, "Pods get the recommendation capped to the namespace's LimitRanges past the resource policy, which they do not admit: " + why
+		return ReasonLimitRangeOverridesPolicy, "Pods get the recommendation capped to the namespace's LimitRanges past the resource policy, which they do not admit: " + plan.Why()
 	}
-	return ReasonPodsKeepRequests, "Pods keep their requests: the API server would refuse them with the recommendation: " + why
+	return ReasonPodsKeepRequests, "Pods keep their requests: the API server would refuse them with the recommendation: " + plan.Why()
 }
 
 // statusJob is the write of one VPA's status.

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
 // Condition reasons and messages the recommender writes.
@@ -24,7 +25,7 @@ const (
 	ReasonPodsKeepRequests = "PodsKeepRequests"
 	// ReasonLimitRangeOverridesPolicy: pods get the recommendation capped
 	// to the LimitRanges past minAllowed or maxAllowed.
-	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
+	ReasonLimitRangeOverridesPolicy = recommendation.ReasonLimitRangeOverridesPolicy
 	// LowConfidenceThreshold is the confidence (in days of history) below
 	// which LowConfidence is set.
 	LowConfidenceThreshold = 1.0

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -34,13 +33,6 @@ const (
 	ReasonInPlaceResizeSkipped = "InPlaceResizeSkipped"
 	ReasonDryRunEviction       = "EvictionDryRun"
 	ReasonDryRunInPlaceResize  = "InPlaceResizeDryRun"
-	// ReasonLimitRangeConflict: a pod is left alone because the
-	// recommendation, capped as it must be, gives a pod the namespace's
-	// LimitRanges refuse.
-	ReasonLimitRangeConflict = "LimitRangeConflict"
-	// ReasonLimitRangeOverridesPolicy: a pod is updated to requests capped
-	// to the LimitRanges past the VPA's minAllowed or maxAllowed.
-	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
 )
 
 // Config holds the loop's settings, from the updater flags.
@@ -505,11 +497,10 @@ func sameAsSpec(pod *corev1.Pod, requests map[string]corev1.ResourceList) bool {
 // limitRangeConflict reports a pod whose plan gave way to the LimitRanges: a
 // log line and an event on the VPA (the recorder's correlator folds repeats).
 func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod, plan recommendation.Plan) {
-	why := strings.ReplaceAll(plan.Conflict.Error(), "\n", "; ")
-	reason, msg := ReasonLimitRangeConflict, "not updated: the namespace's LimitRanges would refuse the pod with the recommendation"
+	msg := "not updated: the namespace's LimitRanges would refuse the pod with the recommendation"
 	if plan.PolicyOverridden {
-		reason, msg = ReasonLimitRangeOverridesPolicy, "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
+		msg = "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
 	}
-	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", reason, "conflict", why)
-	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, reason, "Pod %s %s (%s)", pod.Name, msg, why)
+	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
+	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s %s (%s)", pod.Name, msg, plan.Why())
 }
