@@ -119,6 +119,15 @@ func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recomme
 	if len(containers) == 0 {
 		return nil, fmt.Errorf("no resource patches were calculated to apply")
 	}
+	// The resources before the first resize are recorded before it: the
+	// updater plans from them (recommendation.Baseline), and a loop that saw
+	// the resized pod without them would plan from the resized values and
+	// resize again.
+	if orig := originals(pod, requested); orig != "" {
+		if err := c.patchAnnotations(ctx, pod, map[string]string{annotations.OriginalResources: orig}); err != nil {
+			return nil, fmt.Errorf("recording the original resources: %w", err)
+		}
+	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
 	if err != nil {
 		return nil, err
@@ -129,7 +138,7 @@ func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recomme
 		return nil, err
 	}
 	rec := Record{Started: metav1.NewTime(now), Generation: resized.Generation, Requests: requested}
-	if err := c.writeRecord(ctx, pod, rec, true, originals(pod, requested)); err != nil {
+	if err := c.writeRecord(ctx, pod, rec, true); err != nil {
 		return requested, fmt.Errorf("resized, but recording the resize: %w", err)
 	}
 	return requested, nil
@@ -141,7 +150,7 @@ func (c Client) RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) 
 	if rec, ok := Read(pod); ok && rec.Current(pod) {
 		return nil
 	}
-	return c.writeRecord(ctx, pod, Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: specRequests(pod)}, false, "")
+	return c.writeRecord(ctx, pod, Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: specRequests(pod)}, false)
 }
 
 // MarkInfeasible records that the pod's current resize was reported
@@ -157,7 +166,7 @@ func (c Client) MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Ti
 	}
 	rec.Infeasible = true
 	rec.Requests = specRequests(pod)
-	return rec, c.writeRecord(ctx, pod, rec, false, "")
+	return rec, c.writeRecord(ctx, pod, rec, false)
 }
 
 // originals returns the openvpa.io/original-resources value after a resize
@@ -195,9 +204,9 @@ func originals(pod *corev1.Pod, resized map[string]corev1.ResourceList) string {
 	return v
 }
 
-// writeRecord writes rec on the pod; with updated, it marks the pod updated
-// in place; a non-empty original is the new openvpa.io/original-resources.
-func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, updated bool, original string) error {
+// writeRecord writes rec on the pod and, with updated, marks the pod
+// updated in place.
+func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, updated bool) error {
 	value, err := json.Marshal(rec)
 	if err != nil {
 		return err
@@ -206,9 +215,11 @@ func (c Client) writeRecord(ctx context.Context, pod *corev1.Pod, rec Record, up
 	if updated {
 		ann[annotations.InPlaceUpdated] = "true"
 	}
-	if original != "" {
-		ann[annotations.OriginalResources] = original
-	}
+	return c.patchAnnotations(ctx, pod, ann)
+}
+
+// patchAnnotations sets annotations on the pod with a merge patch.
+func (c Client) patchAnnotations(ctx context.Context, pod *corev1.Pod, ann map[string]string) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
 	if err != nil {
 		return err

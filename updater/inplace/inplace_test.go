@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -67,12 +68,34 @@ func TestResizeRecordsOnPod(t *testing.T) {
 			subresources = append(subresources, p.GetSubresource())
 		}
 	}
-	if len(subresources) != 2 || subresources[0] != "resize" || subresources[1] != "" {
-		t.Fatalf("patches to subresources %q, want resize then the pod", subresources)
+	// The original resources go on the pod before the resize, so that no
+	// state of the pod is resized without them; the record after it.
+	if len(subresources) != 3 || subresources[0] != "" || subresources[1] != "resize" || subresources[2] != "" {
+		t.Fatalf("patches to subresources %q, want the pod, resize, then the pod", subresources)
 	}
 	stored, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	orig, ok, err := annotations.OriginalOf(stored)
+	if err != nil || !ok || len(orig) != 1 || cpuOf(orig["app"]) != "100m" {
+		t.Fatalf("original resources %v (ok %v, err %v), want app's 100m (the only resized container)", orig, ok, err)
+	}
+
+	// A second resize keeps the recorded originals and patches no more.
+	before := len(client.Actions())
+	if _, err := c.Resize(context.Background(), stored, []recommendation.ContainerResources{{Requests: rl("250m")}}, map[string]bool{"app": true}, now); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(client.Actions()) - before; n != 2 {
+		t.Errorf("second resize made %d calls, want 2 (resize and record)", n)
+	}
+	again, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _, _ := annotations.OriginalOf(again); cpuOf(o["app"]) != "100m" {
+		t.Errorf("originals after a second resize %v, want app's 100m still", o)
 	}
 	rec, ok := Read(stored)
 	if !ok || !rec.Started.Time.Equal(now) || rec.Infeasible {
@@ -98,4 +121,9 @@ func TestResizeRecordsOnPod(t *testing.T) {
 	if len(raw) == 0 {
 		t.Fatal("empty record")
 	}
+}
+
+func cpuOf(r annotations.Resources) string {
+	q := r.Requests[corev1.ResourceCPU]
+	return q.String()
 }
