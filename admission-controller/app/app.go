@@ -19,16 +19,7 @@ import (
 
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -36,15 +27,13 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
-	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
-	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/informers"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
-	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 )
 
 // Main parses args and runs the admission controller until ctx ends.
@@ -73,14 +62,11 @@ func Main(ctx context.Context, args []string) error {
 	return Run(ctx, o)
 }
 
-type limitRanges struct{ lister corelisters.LimitRangeLister }
+// limitRanges adapts a reader of the LimitRange cache to pod.LimitRangeReader.
+type limitRanges func(namespace string) recommendation.LimitRanges
 
 func (l limitRanges) LimitRanges(namespace string) (recommendation.LimitRanges, error) {
-	items, err := l.lister.LimitRanges(namespace).List(labels.Everything())
-	if err != nil {
-		return recommendation.LimitRanges{}, err
-	}
-	return recommendation.MergeLimitRanges(items), nil
+	return l(namespace), nil
 }
 
 // Run runs the admission controller with validated options.
@@ -115,40 +101,32 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(restConfig)
-	if err != nil {
-		return err
-	}
-	vpas, err := vpaclient.NewForConfig(restConfig)
+	clients, err := kubeclient.NewClients(restConfig)
 	if err != nil {
 		return err
 	}
 	filter := o.Namespaces.Filter()
-	kubeFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(filter.WatchNamespace()))
-	vpaFactory := vpainformers.NewSharedInformerFactoryWithOptions(vpas, 0, vpainformers.WithNamespace(filter.WatchNamespace()))
-	vpaInformer := vpaFactory.Autoscaling().V1().VerticalPodAutoscalers().Informer()
+	var caches informers.Set
+	vpaInformer := caches.AddVPAs(clients, filter.WatchNamespace())
 	if err := vpaInformer.AddIndexers(cache.Indexers{pod.TargetRefIndex: pod.TargetRefIndexFunc}); err != nil {
 		return err
 	}
-	resolver, err := target.NewForConfig(restConfig, targetinformers.Listers(kubeFactory), target.Options{})
+	workloads := caches.AddWorkloads(clients, filter.WatchNamespace())
+	resolver, err := target.NewForConfig(restConfig, workloads.Indexers, target.Options{})
 	if err != nil {
 		return err
 	}
-	lrLister := kubeFactory.Core().V1().LimitRanges().Lister()
+	lrs := caches.AddLimitRanges(clients, filter.WatchNamespace())
 
 	registry := healthserver.NewRegistry()
 	metrics := webhook.NewMetrics(registry)
 	finder := pod.NewFinder(vpaInformer.GetIndexer(), resolver, filter.Allows)
-	if err := pod.CacheWellKnownSelectors(finder, kubeFactory); err != nil {
+	if err := finder.CacheSelectorsOf(workloads.Informers); err != nil {
 		return err
 	}
-	scheme := runtime.NewScheme()
-	utilruntime.Must(vpav1.AddToScheme(scheme))
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "vpa-admission-controller"})
-	handler := pod.NewHandler(finder, limitRanges{lrLister}).WithRecorder(recorder)
+	recorder, stopEvents := kubeclient.NewEventRecorder(ctx, clients, "vpa-admission-controller")
+	defer stopEvents()
+	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
 
 	var synced atomic.Bool
@@ -195,17 +173,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	})
 	start("health server", func() error { return healthserver.Serve(ctx, health) })
 
-	kubeFactory.Start(ctx.Done())
-	vpaFactory.Start(ctx.Done())
-	for typ, ok := range kubeFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer for %v did not sync", typ)
-		}
-	}
-	for typ, ok := range vpaFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return fmt.Errorf("informer for %v did not sync", typ)
-		}
+	caches.Start(ctx)
+	if err := caches.WaitForSync(ctx); err != nil {
+		return err
 	}
 	synced.Store(true)
 	logger.Info("Informers synced")
@@ -215,12 +185,12 @@ func Run(ctx context.Context, o *options.Options) error {
 		if err != nil {
 			return err
 		}
-		if err := webhook.Register(ctx, kube, reg); err != nil {
+		if err := webhook.Register(ctx, clients.MutatingWebhookConfigurations(), reg); err != nil {
 			return err
 		}
 		if o.ReloadCert {
 			certs.OnCAChange = func(ctx context.Context, ca []byte) error {
-				return webhook.PatchCABundle(ctx, kube, o.WebhookConfigName, ca)
+				return webhook.PatchCABundle(ctx, clients.MutatingWebhookConfigurations(), o.WebhookConfigName, ca)
 			}
 		}
 	}

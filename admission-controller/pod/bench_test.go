@@ -24,7 +24,6 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/target"
-	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 )
 
 // benchFixture is a cluster of 1,000 namespaces with 10 Deployments (each
@@ -37,7 +36,8 @@ type benchFixture struct {
 func newBenchFixture(tb testing.TB, namespaces, perNamespace int) *benchFixture {
 	tb.Helper()
 	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
-	resolver := target.NewResolver(targetinformers.Listers(factory), nil, target.Options{})
+	workloads, byKind := wellKnown(factory)
+	resolver := target.NewResolver(workloads, nil, target.Options{})
 	deps := factory.Apps().V1().Deployments().Informer().GetIndexer()
 	rss := factory.Apps().V1().ReplicaSets().Informer().GetIndexer()
 	vpas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{TargetRefIndex: TargetRefIndexFunc})
@@ -75,7 +75,7 @@ func newBenchFixture(tb testing.TB, namespaces, perNamespace int) *benchFixture 
 		}
 	}
 	finder := NewFinder(vpas, resolver, nil)
-	must(tb, CacheWellKnownSelectors(finder, factory))
+	must(tb, finder.CacheSelectorsOf(byKind))
 	f.handler = NewHandler(finder, fakeLimits{})
 	return f
 }

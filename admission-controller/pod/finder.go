@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -164,20 +163,11 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *corev1.Pod) (*vpav1.Ve
 	return best, nil
 }
 
-// CacheWellKnownSelectors makes finder cache the selectors of the
-// well-known controller kinds, watched through factory's informers (the ones
-// target.NewResolver reads them from).
-func CacheWellKnownSelectors(finder *Finder, factory informers.SharedInformerFactory) error {
-	for kind, inf := range map[string]cache.SharedInformer{
-		target.KindDeployment:            factory.Apps().V1().Deployments().Informer(),
-		target.KindReplicaSet:            factory.Apps().V1().ReplicaSets().Informer(),
-		target.KindStatefulSet:           factory.Apps().V1().StatefulSets().Informer(),
-		target.KindDaemonSet:             factory.Apps().V1().DaemonSets().Informer(),
-		target.KindJob:                   factory.Batch().V1().Jobs().Informer(),
-		target.KindCronJob:               factory.Batch().V1().CronJobs().Informer(),
-		target.KindReplicationController: factory.Core().V1().ReplicationControllers().Informer(),
-	} {
-		if err := finder.CacheSelectors(kind, inf); err != nil {
+// CacheSelectorsOf calls CacheSelectors for each kind's informer, e.g. the
+// well-known controllers' (informers.Workloads.Informers).
+func (f *Finder) CacheSelectorsOf(byKind map[string]cache.SharedIndexInformer) error {
+	for kind, inf := range byKind {
+		if err := f.CacheSelectors(kind, inf); err != nil {
 			return fmt.Errorf("watching %s selectors: %w", kind, err)
 		}
 	}

@@ -15,7 +15,6 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/target"
-	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 )
 
 // TestFinderSelectorCacheFollowsTargets checks that a cached selector is
@@ -25,10 +24,11 @@ func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	resolver := target.NewResolver(targetinformers.Listers(factory), nil, target.Options{})
+	workloads, byKind := wellKnown(factory)
+	resolver := target.NewResolver(workloads, nil, target.Options{})
 	vpas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{TargetRefIndex: TargetRefIndexFunc})
 	finder := NewFinder(vpas, resolver, nil)
-	if err := CacheWellKnownSelectors(finder, factory); err != nil {
+	if err := finder.CacheSelectorsOf(byKind); err != nil {
 		t.Fatal(err)
 	}
 	factory.Start(ctx.Done())
@@ -85,4 +85,23 @@ func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(true)
+}
+
+// wellKnown returns the informers of the well-known controllers registered
+// on factory, by kind, and their indexers for target.NewResolver.
+func wellKnown(factory informers.SharedInformerFactory) (target.IndexerWorkloads, map[string]cache.SharedIndexInformer) {
+	byKind := map[string]cache.SharedIndexInformer{
+		target.KindDeployment:            factory.Apps().V1().Deployments().Informer(),
+		target.KindReplicaSet:            factory.Apps().V1().ReplicaSets().Informer(),
+		target.KindStatefulSet:           factory.Apps().V1().StatefulSets().Informer(),
+		target.KindDaemonSet:             factory.Apps().V1().DaemonSets().Informer(),
+		target.KindJob:                   factory.Batch().V1().Jobs().Informer(),
+		target.KindCronJob:               factory.Batch().V1().CronJobs().Informer(),
+		target.KindReplicationController: factory.Core().V1().ReplicationControllers().Informer(),
+	}
+	idx := target.IndexerWorkloads{}
+	for kind, inf := range byKind {
+		idx[kind] = inf.GetIndexer()
+	}
+	return idx, byKind
 }

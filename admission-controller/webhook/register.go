@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 )
@@ -87,10 +86,18 @@ func (r Registration) Config() *admissionregistrationv1.MutatingWebhookConfigura
 	}
 }
 
+// Configurations reads and writes MutatingWebhookConfigurations: the typed
+// client of kubeclient.Clients in the admission controller.
+type Configurations interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+	Create(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.CreateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+	Update(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.UpdateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+}
+
 // Register creates the configuration or updates it in place when it differs.
 // It never deletes it, so there is no window without the webhook.
-func Register(ctx context.Context, client kubernetes.Interface, r Registration) error {
-	api := client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+func Register(ctx context.Context, api Configurations, r Registration) error {
 	want := r.Config()
 	for attempt := 0; ; attempt++ {
 		have, err := api.Get(ctx, want.Name, metav1.GetOptions{})
@@ -131,14 +138,14 @@ func Register(ctx context.Context, client kubernetes.Interface, r Registration) 
 
 // PatchCABundle sets the caBundle of the vpa.k8s.io webhook in the named
 // configuration.
-func PatchCABundle(ctx context.Context, client kubernetes.Interface, configName string, ca []byte) error {
+func PatchCABundle(ctx context.Context, api Configurations, configName string, ca []byte) error {
 	patch, err := json.Marshal(map[string]any{
 		"webhooks": []map[string]any{{"name": WebhookName, "clientConfig": map[string]any{"caBundle": ca}}},
 	})
 	if err != nil {
 		return err
 	}
-	_, err = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, configName, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
+	_, err = api.Patch(ctx, configName, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
 	return wrap(err, "patching the CA bundle of", configName)
 }
 

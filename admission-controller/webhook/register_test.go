@@ -18,15 +18,15 @@ func TestRegisterCreatesThenUpdatesInPlace(t *testing.T) {
 	client := fake.NewClientset()
 	reg := Registration{ConfigName: "cfg", URL: "https://127.0.0.1:9443", CABundle: []byte("ca-1"), TimeoutSeconds: 30,
 		ExcludedNamespaces: []string{"kube-system", "vpa"}}
-	if err := Register(ctx, client, reg); err != nil {
+	if err := Register(ctx, client.AdmissionregistrationV1().MutatingWebhookConfigurations(), reg); err != nil {
 		t.Fatal(err)
 	}
-	if err := Register(ctx, client, reg); err != nil {
+	if err := Register(ctx, client.AdmissionregistrationV1().MutatingWebhookConfigurations(), reg); err != nil {
 		t.Fatal(err)
 	}
 	reg.CABundle = []byte("ca-2")
 	reg.OnlyNamespace = "team-a"
-	if err := Register(ctx, client, reg); err != nil {
+	if err := Register(ctx, client.AdmissionregistrationV1().MutatingWebhookConfigurations(), reg); err != nil {
 		t.Fatal(err)
 	}
 	var verbs []string

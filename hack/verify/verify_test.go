@@ -62,7 +62,15 @@ func TestVerifyGoModFailsOnAnUntidyModule(t *testing.T) {
 }
 
 func TestVerifyLintFailsOnAFinding(t *testing.T) {
+	// A stand-in for client-go, so the module builds offline.
+	clientGo := map[string]string{
+		"cg/go.mod":                  "module k8s.io/client-go\n\ngo 1.26.0\n",
+		"cg/kubernetes/clientset.go": "package kubernetes\n\n// Interface is a clientset.\ntype Interface interface{}\n",
+	}
+	withClientGo := goMod + "\nrequire k8s.io/client-go v0.0.0\n\nreplace k8s.io/client-go => ./cg\n"
 	tests := map[string]struct {
+		gomod   string
+		files   map[string]string
 		lib     string
 		wantErr string
 	}{
@@ -72,10 +80,23 @@ func TestVerifyLintFailsOnAFinding(t *testing.T) {
 			lib:     "package lib\n\nimport \"fmt\"\n\n// Hello prints.\nfunc Hello() { fmt.Println(\"hello\") }\n",
 			wantErr: "forbidigo",
 		},
+		// One client stack: library code must not import the clientset.
+		"the clientset in library code": {
+			gomod: withClientGo, files: clientGo,
+			lib:     "package lib\n\nimport \"k8s.io/client-go/kubernetes\"\n\n// C is a client.\nvar C kubernetes.Interface\n",
+			wantErr: "depguard",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			dir := writeModule(t, map[string]string{"go.mod": goMod, "lib/lib.go": tc.lib})
+			files := map[string]string{"go.mod": goMod, "lib/lib.go": tc.lib}
+			if tc.gomod != "" {
+				files["go.mod"] = tc.gomod
+			}
+			for name, content := range tc.files {
+				files[name] = content
+			}
+			dir := writeModule(t, files)
 			out, err := script(t, "verify-lint.sh", dir)
 			if (err != nil) != (tc.wantErr != "") {
 				t.Fatalf("verify-lint.sh: %v, want failure %v\n%s", err, tc.wantErr != "", out)

@@ -29,14 +29,15 @@ func TestProtobuf(t *testing.T) {
 
 func TestRESTClient(t *testing.T) {
 	cfg := &rest.Config{Host: "https://example"}
-	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, {Group: "apps", Version: "v1"}, {Group: "batch", Version: "v1"}, {Group: "coordination.k8s.io", Version: "v1"}} {
+	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, {Group: "apps", Version: "v1"}, {Group: "batch", Version: "v1"},
+		{Group: "coordination.k8s.io", Version: "v1"}, {Group: "policy", Version: "v1"}, {Group: "admissionregistration.k8s.io", Version: "v1"}} {
 		if _, err := RESTClient(cfg, gv); err != nil {
 			t.Errorf("RESTClient(%s): %v", gv, err)
 		}
 	}
 	// The lean scheme links only the kinds the components read.
-	if _, err := RESTClient(cfg, schema.GroupVersion{Group: "policy", Version: "v1"}); err == nil || !strings.Contains(err.Error(), "policy/v1") {
-		t.Errorf("RESTClient(policy/v1) error = %v, want one naming the group version", err)
+	if _, err := RESTClient(cfg, schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}); err == nil || !strings.Contains(err.Error(), "storage.k8s.io/v1") {
+		t.Errorf("RESTClient(storage.k8s.io/v1) error = %v, want one naming the group version", err)
 	}
 }
 

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"path"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,12 +34,15 @@ var builtinScheme = func() *runtime.Scheme {
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(batchv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(policyv1.AddToScheme(s))
+	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
 }()
 
 // RESTClient returns a client for one group version of the built-in kinds
-// core/v1, apps/v1, batch/v1 and coordination.k8s.io/v1, speaking protobuf. It serves lists and
+// core/v1, apps/v1, batch/v1, coordination.k8s.io/v1, policy/v1 and
+// admissionregistration.k8s.io/v1, speaking protobuf. It serves lists and
 // watches (cache.NewFilteredListWatchFromClient) and plain reads and writes.
 func RESTClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
 	if !builtinScheme.IsVersionRegistered(gv) {

@@ -10,9 +10,9 @@
 //
 //	r, err := target.NewForConfig(restConfig, listers, target.Options{})
 //
-// The updater and the admission controller take their Listers from client-go's
-// shared informer factory (package targetinformers); the recommender builds
-// lean informers of its own. ScaleClient, the ScaleGetter NewForConfig uses,
+// Every component serves them from pkg/informers' lean, trimmed informers
+// (IndexerWorkloads); Listers serves client-go's typed listers, which tests
+// use. ScaleClient, the ScaleGetter NewForConfig uses,
 // finds a kind's resource and scale subresource from the API server's
 // discovery documents and reads the subresource as JSON, so this package links
 // neither client-go's discovery client nor its all-groups scheme.

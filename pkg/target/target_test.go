@@ -390,19 +390,19 @@ func TestTrimWorkload(t *testing.T) {
 	}{
 		"deployment": {
 			in:   &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3)}, Status: appsv1.DeploymentStatus{Replicas: 3}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: sel},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: sel, Replicas: ptr.To[int32](3)},
 		},
 		"replicaset": {
-			in:   &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: template}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicaSet, Selector: sel},
+			in:   &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](2)}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicaSet, Selector: sel, Replicas: ptr.To[int32](2)},
 		},
-		"statefulset": {
+		"statefulset without replicas": {
 			in:   &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: template}},
 			want: &Workload{ObjectMeta: wantMeta, Kind: KindStatefulSet, Selector: sel},
 		},
-		"daemonset": {
-			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: sel},
+		"daemonset counts its ready pods": {
+			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}, Status: appsv1.DaemonSetStatus{NumberReady: 4, DesiredNumberScheduled: 5}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: sel, Replicas: ptr.To[int32](4)},
 		},
 		"job": {
 			in:   &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: sel, Template: template}},
@@ -414,8 +414,8 @@ func TestTrimWorkload(t *testing.T) {
 			want: &Workload{ObjectMeta: wantMeta, Kind: KindCronJob, MatchLabels: template.Labels},
 		},
 		"replicationcontroller": {
-			in:   &corev1.ReplicationController{ObjectMeta: meta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}, Template: &template}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicationController, MatchLabels: map[string]string{"app": "x"}},
+			in:   &corev1.ReplicationController{ObjectMeta: meta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}, Template: &template, Replicas: ptr.To[int32](1)}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicationController, MatchLabels: map[string]string{"app": "x"}, Replicas: ptr.To[int32](1)},
 		},
 		"a workload is already trimmed": {in: trimmed, want: trimmed},
 		"other objects lose only managed fields": {

@@ -25,6 +25,11 @@ type Workload struct {
 	// MatchLabels is a ReplicationController's selector, or the labels of a
 	// CronJob's job template.
 	MatchLabels map[string]string
+	// Replicas is what the updater counts as the controller's configured
+	// replicas, as upstream: spec.replicas of a Deployment, ReplicaSet,
+	// StatefulSet or ReplicationController, status.numberReady of a
+	// DaemonSet; nil for the other kinds and when unset.
+	Replicas *int32
 }
 
 // LabelSelector returns the selector of the workload's pods.
@@ -51,20 +56,22 @@ func WorkloadOf(obj any) (Workload, bool) {
 	case *Workload:
 		return *o, true
 	case *appsv1.Deployment:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDeployment, Selector: o.Spec.Selector}, true
+		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDeployment, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
 	case *appsv1.ReplicaSet:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicaSet, Selector: o.Spec.Selector}, true
+		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicaSet, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
 	case *appsv1.StatefulSet:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindStatefulSet, Selector: o.Spec.Selector}, true
+		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindStatefulSet, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
 	case *appsv1.DaemonSet:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDaemonSet, Selector: o.Spec.Selector}, true
+		// A copy: a pointer into the status would keep the whole object.
+		ready := o.Status.NumberReady
+		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDaemonSet, Selector: o.Spec.Selector, Replicas: &ready}, true
 	case *batchv1.Job:
 		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindJob, Selector: o.Spec.Selector}, true
 	case *batchv1.CronJob:
 		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindCronJob,
 			MatchLabels: o.Spec.JobTemplate.Spec.Template.Labels}, true
 	case *corev1.ReplicationController:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicationController, MatchLabels: o.Spec.Selector}, true
+		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicationController, MatchLabels: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
 	}
 	return Workload{}, false
 }

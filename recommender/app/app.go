@@ -109,7 +109,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	// Uncompressed responses: the API server is near, and each pooled gzip
 	// reader holds tens of kilobytes for the life of the process.
 	cfg.DisableCompression = true
-	clients, err := input.NewClients(cfg)
+	clients, err := kubeclient.NewClients(cfg)
 	if err != nil {
 		return err
 	}
@@ -202,7 +202,7 @@ func Run(ctx context.Context, o *options.Options) error {
 }
 
 // lead runs the recommender while this replica holds the lease.
-func lead(ctx, root context.Context, o *options.Options, clients input.Clients, inf *input.Informers, oom *input.OOMObserver,
+func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
 	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
 	lh *healthserver.LoopHealth, clk clock.WithTicker) error {
 	logger := klog.FromContext(ctx)

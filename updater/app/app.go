@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -14,30 +13,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	appslisters "k8s.io/client-go/listers/apps/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
-	vpainformers "github.com/openvpa/openvpa/apis/generated/informers/externalversions"
+	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/informers"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/priority"
-	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
-	"github.com/openvpa/openvpa/pkg/target/targetinformers"
 	"github.com/openvpa/openvpa/updater/app/options"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
@@ -90,13 +79,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(restConfig)
+	clients, err := kubeclient.NewClients(restConfig)
 	if err != nil {
-		return fmt.Errorf("building the Kubernetes client: %w", err)
-	}
-	vpas, err := vpaclient.NewForConfig(restConfig)
-	if err != nil {
-		return fmt.Errorf("building the VPA client: %w", err)
+		return err
 	}
 	leaseClient, err := leases.New(restConfig)
 	if err != nil {
@@ -105,42 +90,24 @@ func Run(ctx context.Context, o *options.Options) error {
 	clk := clock.RealClock{}
 	ns := o.Namespaces.Filter().WatchNamespace()
 
-	coreFactory := informers.NewSharedInformerFactoryWithOptions(kube, 10*time.Minute, informers.WithNamespace(ns))
-	resolver, err := target.NewForConfig(restConfig, targetinformers.Listers(coreFactory), target.Options{})
+	var caches informers.Set
+	workloads := caches.AddWorkloads(clients, ns)
+	resolver, err := target.NewForConfig(restConfig, workloads.Indexers, target.Options{})
 	if err != nil {
 		return err
 	}
-	limitRanges := coreFactory.Core().V1().LimitRanges().Lister()
-	counter := replicaCounter{
-		rs: coreFactory.Apps().V1().ReplicaSets().Lister(),
-		ss: coreFactory.Apps().V1().StatefulSets().Lister(),
-		ds: coreFactory.Apps().V1().DaemonSets().Lister(),
-		rc: coreFactory.Core().V1().ReplicationControllers().Lister(),
-	}
-	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, time.Hour, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-			lo.FieldSelector = fields.AndSelectors(
-				fields.OneTermNotEqualSelector("spec.nodeName", ""),
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-				fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-			).String()
-		}))
-	pods := podFactory.Core().V1().Pods().Lister()
-	vpaFactory := vpainformers.NewSharedInformerFactoryWithOptions(vpas, 10*time.Minute, vpainformers.WithNamespace(ns))
-	vpaLister := vpaFactory.Autoscaling().V1().VerticalPodAutoscalers().Lister()
-	// Register the informers before the factories start.
-	coreFactory.Core().V1().LimitRanges().Informer()
-	coreFactory.Apps().V1().DaemonSets().Informer()
-	podFactory.Core().V1().Pods().Informer()
-	vpaFactory.Autoscaling().V1().VerticalPodAutoscalers().Informer()
+	limitRanges := caches.AddLimitRanges(clients, ns)
+	pods := caches.Add(clients.Core, "pods", ns, &corev1.Pod{}, time.Hour, func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.AndSelectors(
+			fields.OneTermNotEqualSelector("spec.nodeName", ""),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+		).String()
+	}, target.StripManagedFields).GetIndexer()
+	vpaLister := vpalisters.NewVerticalPodAutoscalerLister(caches.AddVPAs(clients, ns).GetIndexer())
 
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(vpav1.AddToScheme(scheme))
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme, corev1.EventSource{Component: "vpa-updater"})
+	recorder, stopEvents := kubeclient.NewEventRecorder(ctx, clients, "vpa-updater")
+	defer stopEvents()
 
 	reg := healthserver.NewRegistry()
 	metrics := loop.NewMetrics(reg)
@@ -175,22 +142,25 @@ func Run(ctx context.Context, o *options.Options) error {
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
 		VPAs: listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),
-		Pods: listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) { return pods.List(labels.Everything()) }),
-		LimitRanges: func(namespace string) recommendation.LimitRanges {
-			items, err := limitRanges.LimitRanges(namespace).List(labels.Everything())
-			if err != nil {
-				return recommendation.LimitRanges{}
+		Pods: listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) {
+			objs := pods.List()
+			out := make([]*corev1.Pod, 0, len(objs))
+			for _, o := range objs {
+				if p, ok := o.(*corev1.Pod); ok {
+					out = append(out, p)
+				}
 			}
-			return recommendation.MergeLimitRanges(items)
-		},
-		Resolver: resolver,
-		Counter:  counter,
-		Status:   status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
-		Evicter:  eviction.Evicter{Kube: kube, Recorder: recorder},
-		Resizer:  inplace.Client{Kube: kube},
-		Recorder: recorder,
-		Metrics:  metrics,
-		Clock:    clk,
+			return out, nil
+		}),
+		LimitRanges: limitRanges,
+		Resolver:    resolver,
+		Counter:     replicaCounter{workloads: workloads.Indexers},
+		Status:      status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
+		Evicter:     eviction.Evicter{API: clients, Recorder: recorder},
+		Resizer:     inplace.Client{Pods: func(namespace string) inplace.PodPatcher { return clients.Pods(namespace) }},
+		Recorder:    recorder,
+		Metrics:     metrics,
+		Clock:       clk,
 	})
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -219,26 +189,12 @@ func Run(ctx context.Context, o *options.Options) error {
 			Readiness: []healthserver.Check{{Name: "informers", Func: ready}},
 		})
 	}()
-	coreFactory.Start(ctx.Done())
-	podFactory.Start(ctx.Done())
-	vpaFactory.Start(ctx.Done())
+	caches.Start(ctx)
 	syncErr := make(chan error, 1)
 	go func() {
-		for _, f := range []interface {
-			WaitForCacheSync(<-chan struct{}) map[reflect.Type]bool
-		}{coreFactory, podFactory} {
-			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-				if !ok {
-					syncErr <- fmt.Errorf("cache for %v did not sync", typ)
-					return
-				}
-			}
-		}
-		for typ, ok := range vpaFactory.WaitForCacheSync(ctx.Done()) {
-			if !ok {
-				syncErr <- fmt.Errorf("cache for %v did not sync", typ)
-				return
-			}
+		if err := caches.WaitForSync(ctx); err != nil {
+			syncErr <- err
+			return
 		}
 		logger.Info("Informer caches synced")
 		close(synced)
@@ -286,50 +242,34 @@ type listerFunc[T any] func() ([]T, error)
 
 func (f listerFunc[T]) List() ([]T, error) { return f() }
 
-// replicaCounter reads configured replicas from the informers, as upstream:
-// spec.replicas of ReplicaSets, StatefulSets and ReplicationControllers,
-// status.numberReady of DaemonSets, and the live pods of a Job.
+// replicaCounter reads configured replicas from the controllers' caches, as
+// upstream: spec.replicas of ReplicaSets, StatefulSets and
+// ReplicationControllers, status.numberReady of DaemonSets (see
+// target.Workload.Replicas), and the live pods of a Job.
 type replicaCounter struct {
-	rs appslisters.ReplicaSetLister
-	ss appslisters.StatefulSetLister
-	ds appslisters.DaemonSetLister
-	rc corelisters.ReplicationControllerLister
+	workloads target.Workloads
 }
 
 func (c replicaCounter) ConfiguredReplicas(namespace string, owner metav1.OwnerReference, livePods int) (int, error) {
-	var replicas *int32
 	switch owner.Kind {
-	case "ReplicaSet":
-		rs, err := c.rs.ReplicaSets(namespace).Get(owner.Name)
-		if err != nil {
-			return 0, err
-		}
-		replicas = rs.Spec.Replicas
-	case "StatefulSet":
-		ss, err := c.ss.StatefulSets(namespace).Get(owner.Name)
-		if err != nil {
-			return 0, err
-		}
-		replicas = ss.Spec.Replicas
-	case "ReplicationController":
-		rc, err := c.rc.ReplicationControllers(namespace).Get(owner.Name)
-		if err != nil {
-			return 0, err
-		}
-		replicas = rc.Spec.Replicas
-	case "DaemonSet":
-		ds, err := c.ds.DaemonSets(namespace).Get(owner.Name)
-		if err != nil {
-			return 0, err
-		}
-		return int(ds.Status.NumberReady), nil
-	case "Job":
+	case target.KindJob:
 		return livePods, nil
+	case target.KindReplicaSet, target.KindStatefulSet, target.KindReplicationController, target.KindDaemonSet:
 	default:
 		return 0, fmt.Errorf("unsupported controller kind %s", owner.Kind)
 	}
-	if replicas == nil || *replicas == 0 {
+	w, err := c.workloads.Workload(owner.Kind, namespace, owner.Name)
+	if err != nil {
+		return 0, err
+	}
+	if owner.Kind == target.KindDaemonSet {
+		if w.Replicas == nil {
+			return 0, nil
+		}
+		return int(*w.Replicas), nil
+	}
+	if w.Replicas == nil || *w.Replicas == 0 {
 		return 0, fmt.Errorf("%s %s/%s has no replicas configured", owner.Kind, namespace, owner.Name)
 	}
-	return int(*replicas), nil
+	return int(*w.Replicas), nil
 }

@@ -12,7 +12,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -28,16 +27,21 @@ const (
 // because a PodDisruptionBudget does not allow it now.
 var ErrRefused = errors.New("eviction refused")
 
+// API posts evictions: kubeclient.Clients in the updater.
+type API interface {
+	Evict(ctx context.Context, eviction *policyv1.Eviction) error
+}
+
 // Evicter evicts pods and records events.
 type Evicter struct {
-	Kube     kubernetes.Interface
+	API      API
 	Recorder record.EventRecorder
 }
 
 // Evict evicts the pod to apply vpa's recommendation.
 func (e Evicter) Evict(ctx context.Context, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) error {
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Name}}
-	if err := e.Kube.CoreV1().Pods(pod.Namespace).EvictV1(ctx, ev); err != nil {
+	if err := e.API.Evict(ctx, ev); err != nil {
 		if apierrors.IsTooManyRequests(err) {
 			return fmt.Errorf("%w: %w", ErrRefused, err)
 		}

@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -85,9 +84,16 @@ func InfeasibleRulesOut(rec Record, newRequests map[string]corev1.ResourceList) 
 	return true
 }
 
+// PodPatcher patches pods of one namespace, subresources included: the
+// typed pod client of kubeclient.Clients in the updater.
+type PodPatcher interface {
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*corev1.Pod, error)
+}
+
 // Client writes resizes and records.
 type Client struct {
-	Kube kubernetes.Interface
+	// Pods returns the patcher of a namespace's pods.
+	Pods func(namespace string) PodPatcher
 }
 
 // Resize patches pods/resize with the given per-container resources (same
@@ -132,7 +138,7 @@ func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recomme
 	if err != nil {
 		return nil, err
 	}
-	resized, err := c.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+	resized, err := c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, "resize")
 	if err != nil {
 		return nil, err
@@ -224,7 +230,7 @@ func (c Client) patchAnnotations(ctx context.Context, pod *corev1.Pod, ann map[s
 	if err != nil {
 		return err
 	}
-	_, err = c.Kube.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err = c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	return err
 }
 

@@ -52,7 +52,7 @@ func TestResizeRecordsOnPod(t *testing.T) {
 	}
 	client := fake.NewClientset(pod)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := Client{Kube: client}
+	c := Client{Pods: func(ns string) PodPatcher { return client.CoreV1().Pods(ns) }}
 	got, err := c.Resize(context.Background(), pod, []recommendation.ContainerResources{{Requests: rl("200m")}, {Requests: rl("300m")}},
 		map[string]bool{"app": true}, now)
 	if err != nil {

@@ -1,0 +1,130 @@
+// Package informers builds the components' shared informers on the lean REST
+// clients of pkg/kubeclient, with the transforms that keep their caches
+// small. It replaces client-go's shared informer factory, which links every
+// API group's informer, lister and typed client into a binary that imports it.
+package informers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/target"
+)
+
+// DefaultResync is upstream's resync period of the controller, VPA and
+// LimitRange informers.
+const DefaultResync = 10 * time.Minute
+
+// Set is a group of informers started and synced together. Add every
+// informer before Start.
+type Set struct {
+	all []cache.SharedIndexInformer
+}
+
+// Add creates an informer over client's resource in namespace ("" for all),
+// indexed by namespace. tweak (may be nil) narrows its lists and watches;
+// transform (may be nil) trims each object before it is cached.
+func (s *Set) Add(client rest.Interface, resource, namespace string, obj runtime.Object, resync time.Duration,
+	tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+	if tweak == nil {
+		tweak = func(*metav1.ListOptions) {}
+	}
+	lw := cache.NewFilteredListWatchFromClient(client, resource, namespace, tweak)
+	inf := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	if transform != nil {
+		_ = inf.SetTransform(transform) // cannot fail before the informer starts
+	}
+	s.all = append(s.all, inf)
+	return inf
+}
+
+// Start starts every informer; they stop when ctx ends.
+func (s *Set) Start(ctx context.Context) {
+	for _, inf := range s.all {
+		go inf.RunWithContext(ctx)
+	}
+}
+
+// WaitForSync blocks until every informer has synced, or ctx ends.
+func (s *Set) WaitForSync(ctx context.Context) error {
+	synced := make([]cache.InformerSynced, len(s.all))
+	for i, inf := range s.all {
+		synced[i] = inf.HasSynced
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return errors.New("informer caches did not sync")
+	}
+	return nil
+}
+
+// Workloads are the informers of the well-known controllers, trimmed to
+// target.Workload.
+type Workloads struct {
+	// Indexers reads them, for target.NewResolver.
+	Indexers target.IndexerWorkloads
+	// Informers are the same informers by kind, for event handlers.
+	Informers map[string]cache.SharedIndexInformer
+}
+
+// AddWorkloads adds an informer per well-known controller kind.
+func (s *Set) AddWorkloads(c kubeclient.Clients, namespace string) Workloads {
+	kinds := []struct {
+		kind, resource string
+		client         rest.Interface
+		obj            runtime.Object
+	}{
+		{target.KindDeployment, "deployments", c.Apps, &appsv1.Deployment{}},
+		{target.KindReplicaSet, "replicasets", c.Apps, &appsv1.ReplicaSet{}},
+		{target.KindStatefulSet, "statefulsets", c.Apps, &appsv1.StatefulSet{}},
+		{target.KindDaemonSet, "daemonsets", c.Apps, &appsv1.DaemonSet{}},
+		{target.KindJob, "jobs", c.Batch, &batchv1.Job{}},
+		{target.KindCronJob, "cronjobs", c.Batch, &batchv1.CronJob{}},
+		{target.KindReplicationController, "replicationcontrollers", c.Core, &corev1.ReplicationController{}},
+	}
+	w := Workloads{Indexers: target.IndexerWorkloads{}, Informers: map[string]cache.SharedIndexInformer{}}
+	for _, k := range kinds {
+		inf := s.Add(k.client, k.resource, namespace, k.obj, DefaultResync, nil, target.TrimWorkload)
+		w.Indexers[k.kind] = inf.GetIndexer()
+		w.Informers[k.kind] = inf
+	}
+	return w
+}
+
+// AddVPAs adds the VerticalPodAutoscaler informer, managed fields dropped.
+func (s *Set) AddVPAs(c kubeclient.Clients, namespace string) cache.SharedIndexInformer {
+	return s.Add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, target.StripManagedFields)
+}
+
+// AddLimitRanges adds the LimitRange informer and returns a reader of a
+// namespace's LimitRanges, merged (recommendation.MergeLimitRanges).
+func (s *Set) AddLimitRanges(c kubeclient.Clients, namespace string) func(namespace string) recommendation.LimitRanges {
+	idx := s.Add(c.Core, "limitranges", namespace, &corev1.LimitRange{}, DefaultResync, nil, target.StripManagedFields).GetIndexer()
+	return func(ns string) recommendation.LimitRanges {
+		objs, err := idx.ByIndex(cache.NamespaceIndex, ns)
+		if err != nil || len(objs) == 0 {
+			return recommendation.LimitRanges{}
+		}
+		items := make([]*corev1.LimitRange, 0, len(objs))
+		for _, o := range objs {
+			if lr, ok := o.(*corev1.LimitRange); ok {
+				items = append(items, lr)
+			}
+		}
+		return recommendation.MergeLimitRanges(items)
+	}
+}
