@@ -27,6 +27,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
+	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -124,7 +125,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err := finder.CacheSelectorsOf(workloads.Informers); err != nil {
 		return err
 	}
-	recorder, stopEvents := kubeclient.NewEventRecorder(ctx, clients, "vpa-admission-controller")
+	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-admission-controller")
 	defer stopEvents()
 	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
@@ -185,12 +186,16 @@ func Run(ctx context.Context, o *options.Options) error {
 		if err != nil {
 			return err
 		}
-		if err := webhook.Register(ctx, clients.MutatingWebhookConfigurations(), reg); err != nil {
+		configs, err := webhook.NewConfigurations(restConfig)
+		if err != nil {
+			return err
+		}
+		if err := webhook.Register(ctx, configs, reg); err != nil {
 			return err
 		}
 		if o.ReloadCert {
 			certs.OnCAChange = func(ctx context.Context, ca []byte) error {
-				return webhook.PatchCABundle(ctx, clients.MutatingWebhookConfigurations(), o.WebhookConfigName, ca)
+				return webhook.PatchCABundle(ctx, configs, o.WebhookConfigName, ca)
 			}
 		}
 	}

@@ -9,9 +9,14 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/openvpa/openvpa/pkg/kubeclient"
 )
 
 // WebhookName is the name of the webhook inside the configuration.
@@ -93,6 +98,28 @@ type Configurations interface {
 	Create(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.CreateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
 	Update(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.UpdateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+}
+
+// NewConfigurations returns the Configurations client over a lean REST
+// client for admissionregistration.k8s.io/v1, a group only the admission
+// controller links.
+func NewConfigurations(cfg *rest.Config) (Configurations, error) {
+	rc, err := kubeclient.RESTClient(cfg, admissionregistrationv1.SchemeGroupVersion, admissionregistrationv1.AddToScheme)
+	if err != nil {
+		return nil, fmt.Errorf("building the webhook configuration client: %w", err)
+	}
+	s := runtime.NewScheme()
+	if err := admissionregistrationv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return gentype.NewClientWithList("mutatingwebhookconfigurations", rc, runtime.NewParameterCodec(s), "",
+		func() *admissionregistrationv1.MutatingWebhookConfiguration {
+			return &admissionregistrationv1.MutatingWebhookConfiguration{}
+		},
+		func() *admissionregistrationv1.MutatingWebhookConfigurationList {
+			return &admissionregistrationv1.MutatingWebhookConfigurationList{}
+		},
+		gentype.PrefersProtobuf[*admissionregistrationv1.MutatingWebhookConfiguration]()), nil
 }
 
 // Register creates the configuration or updates it in place when it differs.

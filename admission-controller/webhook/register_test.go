@@ -10,7 +10,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/openvpa/openvpa/pkg/kubeclient/kubeclienttest"
 )
 
 func TestRegisterCreatesThenUpdatesInPlace(t *testing.T) {
@@ -128,5 +131,45 @@ func TestTLSConfig(t *testing.T) {
 				t.Errorf("min %x ciphers %v", cfg.MinVersion, cfg.CipherSuites)
 			}
 		})
+	}
+}
+
+func TestConfigurationsClient(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	reply := &admissionregistrationv1.MutatingWebhookConfiguration{
+		TypeMeta:   metav1.TypeMeta{Kind: "MutatingWebhookConfiguration", APIVersion: "admissionregistration.k8s.io/v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "cfg", ResourceVersion: "7"}}
+	s := kubeclienttest.NewServer(t, scheme, 0, reply)
+	configs, err := NewConfigurations(s.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got, err := configs.Get(ctx, "cfg", metav1.GetOptions{})
+	if err != nil || got.ResourceVersion != "7" {
+		t.Fatalf("Get = %+v, %v; want the reply decoded", got, err)
+	}
+	if err := PatchCABundle(ctx, configs, "cfg", []byte("ca")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"GET /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/cfg",
+		"PATCH /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/cfg application/strategic-merge-patch+json",
+	}
+	reqs := s.Requests()
+	if len(reqs) != len(want) {
+		t.Fatalf("%d requests, want %d", len(reqs), len(want))
+	}
+	for i, r := range reqs {
+		got := r.Method + " " + r.Path
+		if r.Method == "PATCH" {
+			got += " " + r.ContentType
+		}
+		if got != want[i] {
+			t.Errorf("request %d: %s, want %s", i, got, want[i])
+		}
 	}
 }

@@ -66,6 +66,8 @@ type config struct {
 	reuse        bool
 	logDir       string
 	heapProfile  string
+	components   string
+	rounds       int
 }
 
 func main() {
@@ -102,11 +104,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.BoolVar(&c.keep, "keep", false, "keep the namespace at the end")
 	fs.BoolVar(&c.reuse, "reuse", false, "reuse the workloads of an existing namespace kept by --keep (its checkpoints are deleted first, so the recommender starts without history); implies --keep")
 	fs.StringVar(&c.logDir, "log-dir", filepath.Join("_output", "scale-test"), "folder for the recommender's log")
+	fs.StringVar(&c.components, "components", "", "after the recommender, measure these binaries one by one on the same workloads: comma-separated updater=BINARY or admission-controller=BINARY (each runs 3 updater loops of 10 s, or until ready, then 10 s more)")
+	fs.IntVar(&c.rounds, "component-rounds", 1, "how many times to measure each of --components, alternating them")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if c.deployments < 1 || c.replicas < 1 || c.loops < 1 {
-		return errors.New("--deployments, --replicas and --loops must be positive")
+	comps, err := parseComponents(c.components)
+	if err != nil {
+		return err
+	}
+	if c.deployments < 1 || c.replicas < 1 || c.loops < 0 || (c.loops == 0 && len(comps) == 0) {
+		return errors.New("--deployments and --replicas must be positive, --loops too unless --components are measured")
 	}
 	setupStart := time.Now()
 	if c.qps <= 0 {
@@ -194,11 +202,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	logf("workloads ready after %s", time.Since(setupStart).Round(time.Second))
 
-	res, err := measure(ctx, c)
+	if c.loops > 0 {
+		res, err := measure(ctx, c)
+		if err != nil {
+			return err
+		}
+		report(out, c, res)
+	}
+	cres, err := measureComponents(ctx, c, comps, c.rounds)
 	if err != nil {
 		return err
 	}
-	report(out, c, res)
+	reportComponents(out, cres)
 	return nil
 }
 

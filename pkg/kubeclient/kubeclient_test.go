@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -30,14 +31,21 @@ func TestProtobuf(t *testing.T) {
 func TestRESTClient(t *testing.T) {
 	cfg := &rest.Config{Host: "https://example"}
 	for _, gv := range []schema.GroupVersion{corev1.SchemeGroupVersion, {Group: "apps", Version: "v1"}, {Group: "batch", Version: "v1"},
-		{Group: "coordination.k8s.io", Version: "v1"}, {Group: "policy", Version: "v1"}, {Group: "admissionregistration.k8s.io", Version: "v1"}} {
+		{Group: "coordination.k8s.io", Version: "v1"}} {
 		if _, err := RESTClient(cfg, gv); err != nil {
 			t.Errorf("RESTClient(%s): %v", gv, err)
 		}
 	}
 	// The lean scheme links only the kinds the components read.
-	if _, err := RESTClient(cfg, schema.GroupVersion{Group: "storage.k8s.io", Version: "v1"}); err == nil || !strings.Contains(err.Error(), "storage.k8s.io/v1") {
-		t.Errorf("RESTClient(storage.k8s.io/v1) error = %v, want one naming the group version", err)
+	if _, err := RESTClient(cfg, policyv1.SchemeGroupVersion); err == nil || !strings.Contains(err.Error(), "policy/v1") {
+		t.Errorf("RESTClient(policy/v1) error = %v, want one naming the group version", err)
+	}
+	// Other groups are linked where they are used.
+	if _, err := RESTClient(cfg, policyv1.SchemeGroupVersion, policyv1.AddToScheme); err != nil {
+		t.Errorf("RESTClient(policy/v1, policyv1.AddToScheme): %v", err)
+	}
+	if builtinScheme.IsVersionRegistered(policyv1.SchemeGroupVersion) {
+		t.Errorf("a client with more kinds changed the shared scheme")
 	}
 }
 

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"path"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -28,24 +26,36 @@ import (
 // holding only those kinds.
 
 // builtinScheme holds the built-in kinds that the lean clients decode.
-var builtinScheme = func() *runtime.Scheme {
+var builtinScheme = newBuiltinScheme()
+
+func newBuiltinScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(batchv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
-	utilruntime.Must(policyv1.AddToScheme(s))
-	utilruntime.Must(admissionregistrationv1.AddToScheme(s))
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
 	return s
-}()
+}
 
 // RESTClient returns a client for one group version of the built-in kinds
-// core/v1, apps/v1, batch/v1, coordination.k8s.io/v1, policy/v1 and
-// admissionregistration.k8s.io/v1, speaking protobuf. It serves lists and
-// watches (cache.NewFilteredListWatchFromClient) and plain reads and writes.
-func RESTClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
-	if !builtinScheme.IsVersionRegistered(gv) {
+// core/v1, apps/v1, batch/v1 and coordination.k8s.io/v1, speaking protobuf.
+// It serves lists and watches (cache.NewFilteredListWatchFromClient) and
+// plain reads and writes. A component that writes other built-in kinds
+// passes their groups' AddToScheme functions as more: they are linked only
+// into the binaries that do (policy/v1 Evictions through the core client in
+// the updater, admissionregistration.k8s.io/v1 in the admission controller).
+func RESTClient(cfg *rest.Config, gv schema.GroupVersion, more ...func(*runtime.Scheme) error) (*rest.RESTClient, error) {
+	scheme := builtinScheme
+	if len(more) > 0 {
+		scheme = newBuiltinScheme()
+		for _, add := range more {
+			if err := add(scheme); err != nil {
+				return nil, fmt.Errorf("building the %s client: %w", gv, err)
+			}
+		}
+	}
+	if !scheme.IsVersionRegistered(gv) {
 		return nil, fmt.Errorf("group version %s is not among the lean client's kinds", gv)
 	}
 	c := Protobuf(cfg)
@@ -54,7 +64,7 @@ func RESTClient(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, err
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = serializer.NewCodecFactory(builtinScheme).WithoutConversion()
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -18,6 +18,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/informers"
@@ -106,7 +107,11 @@ func Run(ctx context.Context, o *options.Options) error {
 	}, target.StripManagedFields).GetIndexer()
 	vpaLister := vpalisters.NewVerticalPodAutoscalerLister(caches.AddVPAs(clients, ns).GetIndexer())
 
-	recorder, stopEvents := kubeclient.NewEventRecorder(ctx, clients, "vpa-updater")
+	evictions, err := eviction.NewClient(restConfig)
+	if err != nil {
+		return err
+	}
+	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-updater")
 	defer stopEvents()
 
 	reg := healthserver.NewRegistry()
@@ -156,7 +161,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Resolver:    resolver,
 		Counter:     replicaCounter{workloads: workloads.Indexers},
 		Status:      status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
-		Evicter:     eviction.Evicter{API: clients, Recorder: recorder},
+		Evicter:     eviction.Evicter{API: evictions, Recorder: recorder},
 		Resizer:     inplace.Client{Pods: func(namespace string) inplace.PodPatcher { return clients.Pods(namespace) }},
 		Recorder:    recorder,
 		Metrics:     metrics,

@@ -12,9 +12,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
 )
 
 // Event reasons, as upstream.
@@ -27,9 +29,32 @@ const (
 // because a PodDisruptionBudget does not allow it now.
 var ErrRefused = errors.New("eviction refused")
 
-// API posts evictions: kubeclient.Clients in the updater.
+// API posts evictions (Client in the updater).
 type API interface {
 	Evict(ctx context.Context, eviction *policyv1.Eviction) error
+}
+
+// Client posts policy/v1 Evictions to the pods' eviction subresource
+// through a lean core/v1 client whose scheme also knows policy/v1; no other
+// component links that group.
+type Client struct {
+	core rest.Interface
+}
+
+// NewClient builds a Client from cfg.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	core, err := kubeclient.RESTClient(cfg, corev1.SchemeGroupVersion, policyv1.AddToScheme)
+	if err != nil {
+		return nil, fmt.Errorf("building the eviction client: %w", err)
+	}
+	return &Client{core: core}, nil
+}
+
+// Evict implements API. A refusal is an apierrors error: IsTooManyRequests
+// when a PodDisruptionBudget does not allow it now.
+func (c *Client) Evict(ctx context.Context, eviction *policyv1.Eviction) error {
+	return c.core.Post().Namespace(eviction.Namespace).Resource("pods").Name(eviction.Name).
+		SubResource("eviction").Body(eviction).Do(ctx).Error()
 }
 
 // Evicter evicts pods and records events.

@@ -1,0 +1,58 @@
+// Package events records Kubernetes Events about pods and VPAs through the
+// lean core/v1 client of pkg/kubeclient, with client-go's broadcaster (its
+// aggregation and spam filtering) in front.
+package events
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/record"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/kubeclient"
+)
+
+// Sink writes a broadcaster's events, each in its own namespace.
+type Sink struct {
+	Clients kubeclient.Clients
+}
+
+var _ record.EventSink = Sink{}
+
+// Create implements record.EventSink.
+func (s Sink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.Clients.Events(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
+}
+
+// Update implements record.EventSink.
+func (s Sink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.Clients.Events(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
+}
+
+// Patch implements record.EventSink: a strategic merge patch of an existing
+// event (the broadcaster's count and timestamp updates).
+func (s Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.Clients.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
+}
+
+// scheme names the kinds the components record events about.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(vpav1.AddToScheme(s))
+	return s
+}()
+
+// NewRecorder starts a broadcaster writing through c and returns a
+// recorder for pods and VPAs with component as the events' source, and the
+// function that stops the broadcaster.
+func NewRecorder(ctx context.Context, c kubeclient.Clients, component string) (record.EventRecorder, func()) {
+	b := record.NewBroadcaster(record.WithContext(ctx))
+	b.StartRecordingToSink(Sink{Clients: c})
+	return b.NewRecorder(scheme, corev1.EventSource{Component: component}), b.Shutdown
+}
