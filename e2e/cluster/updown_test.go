@@ -42,7 +42,8 @@ func newInstance(t *testing.T) *instance {
 	for _, p := range framework.FreePorts(t, len(portNames)) {
 		in.ports = append(in.ports, strconv.Itoa(p))
 	}
-	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2"}
+	// No real node: the shared cluster's node owns the node namespace and addresses.
+	in.env = []string{"CLUSTER_DIR=" + in.dir, "CLUSTER_NODES=2", "REAL_NODE=false"}
 	for i, name := range portNames {
 		in.env = append(in.env, name+"="+in.ports[i])
 	}

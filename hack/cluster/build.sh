@@ -21,6 +21,7 @@ GO=${GO:-go}
 tool_of() {
   case "$1" in
     etcd | kwok | metrics-server) echo "$1" ;;
+    containerd | containerd-shim-runc-v2 | ctr) echo containerd ;;
     *) echo k8s ;;
   esac
 }
@@ -29,6 +30,7 @@ package_of() {
     etcd) echo go.etcd.io/etcd/server/v3 ;;
     kwok) echo sigs.k8s.io/kwok/cmd/kwok ;;
     metrics-server) echo sigs.k8s.io/metrics-server/cmd/metrics-server ;;
+    containerd | containerd-shim-runc-v2 | ctr) echo "github.com/containerd/containerd/v2/cmd/$1" ;;
     *) echo "k8s.io/kubernetes/cmd/$1" ;;
   esac
 }
@@ -44,6 +46,7 @@ k8s k8s.io/kubernetes ${K8S_VERSION}
 etcd go.etcd.io/etcd/server/v3 ${ETCD_VERSION}
 kwok sigs.k8s.io/kwok ${KWOK_VERSION}
 metrics-server sigs.k8s.io/metrics-server ${METRICS_SERVER_VERSION}
+containerd github.com/containerd/containerd/v2 ${CONTAINERD_VERSION}
 PINS
 }
 
@@ -77,18 +80,23 @@ output_of() {
 # and share little with it, so they build at a lower priority: on the CPU it leaves idle,
 # without delaying it.
 build_module() {
-  local tool=$1 ldflags="-s -w" name tmp start=${SECONDS} pkgs=() priority=()
+  local tool=$1 ldflags="-s -w" name tmp start=${SECONDS} pkgs=() priority=() tags=()
   shift
-  if [[ "${tool}" == k8s ]]; then
-    ldflags=$(k8s_ldflags)
-  else
-    priority=(nice -n 10)
-  fi
+  case "${tool}" in
+    k8s) ldflags=$(k8s_ldflags) ;;
+    containerd)
+      # Without cgo: no btrfs, devmapper or zfs snapshotters (the node uses overlayfs or native).
+      ldflags+=" -X github.com/containerd/containerd/v2/version.Version=${CONTAINERD_VERSION}"
+      tags=(-tags no_btrfs,no_devmapper,no_zfs)
+      priority=(nice -n 10)
+      ;;
+    *) priority=(nice -n 10) ;;
+  esac
   for name in "$@"; do
     pkgs+=("$(package_of "${name}")")
   done
   tmp=$(mktemp -d "${BIN_DIR}/.build-${tool}.XXXXXX")
-  if ! "${priority[@]}" "${GO}" build -C "${TOOLS_DIR}/${tool}" -trimpath -ldflags "${ldflags}" \
+  if ! "${priority[@]}" "${GO}" build -C "${TOOLS_DIR}/${tool}" -trimpath "${tags[@]}" -ldflags "${ldflags}" \
     -o "${tmp}/" "${pkgs[@]}"; then
     rm -rf "${tmp}"
     return 1
@@ -128,7 +136,7 @@ main() {
   fi
   log "building ${todo[*]} into ${BIN_DIR} (a cold build takes several minutes)"
   # One go build per tools module, all at once.
-  for tool in k8s etcd kwok metrics-server; do
+  for tool in k8s etcd kwok metrics-server containerd; do
     local binaries=()
     for name in "${todo[@]}"; do
       if [[ "$(tool_of "${name}")" == "${tool}" ]]; then

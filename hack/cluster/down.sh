@@ -12,6 +12,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=proc.sh
 source "${CLUSTER_HACK_DIR}/proc.sh"
+# shellcheck source-path=SCRIPTDIR source=node.sh
+source "${CLUSTER_HACK_DIR}/node.sh"
 
 PIDS=${CLUSTER_DIR}/pids
 
@@ -52,6 +54,7 @@ main() {
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[i]}"
   done
+  node_down
   for port in "${ETCD_PORT}" "${ETCD_PEER_PORT}" "${APISERVER_PORT}" "${KCM_PORT}" "${SCHEDULER_PORT}" \
     "${KWOK_PORT}" "${METRICS_SERVER_PORT}"; do
     if [[ -n "$(ss -Htln "sport = :${port}")" ]]; then

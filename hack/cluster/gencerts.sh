@@ -33,7 +33,21 @@ leaf() {
   rm -f "${name}.csr" "${name}.ext"
 }
 
+# node_certs: the real node's (node.sh) kubelet client and serving certificates and kube-proxy's
+# client certificate, made once per node name and address.
+node_certs() {
+  local marker=.complete-node-${NODE_NAME}-${NODE_IP}
+  [[ -f "${marker}" ]] && return 0
+  leaf node-client ca "/O=system:nodes/CN=system:node:${NODE_NAME}" clientAuth
+  leaf node-serving ca "/CN=${NODE_NAME}" serverAuth "IP:${NODE_IP},DNS:${NODE_NAME}"
+  leaf kube-proxy ca /CN=system:kube-proxy clientAuth
+  touch "${marker}"
+}
+
 if [[ -f "${PKI_DIR}/.complete" ]]; then
+  cd "${PKI_DIR}"
+  umask 077
+  node_certs
   exit 0
 fi
 mkdir -p "${PKI_DIR}"
@@ -56,4 +70,5 @@ leaf serving ca /CN=localhost serverAuth,clientAuth \
   "${LOOPBACK_SANS},DNS:metrics-server.kube-system.svc,DNS:*.kube-system.svc,DNS:*.default.svc"
 openssl genrsa -out sa.key 2048 2>/dev/null
 openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
+node_certs
 touch .complete

@@ -14,6 +14,7 @@ K8S_VERSION=v1.37.2
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 METRICS_SERVER_VERSION=v0.8.0
+CONTAINERD_VERSION=v2.4.2
 
 # Runtime state: PKI, etcd data, logs, PID files, kubeconfigs.
 CLUSTER_DIR=${CLUSTER_DIR:-${REPO_ROOT}/_output/cluster}
@@ -27,10 +28,26 @@ SCHEDULER_PORT=${SCHEDULER_PORT:-10259}
 KWOK_PORT=${KWOK_PORT:-10247}
 METRICS_SERVER_PORT=${METRICS_SERVER_PORT:-4443}
 CLUSTER_NODES=${CLUSTER_NODES:-2}
+SERVICE_CIDR=10.96.0.0/16
 
-# Components in start order; cluster-down stops them in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server)
-BINARIES=("${COMPONENTS[@]}" kubectl)
+# The real node (node.sh). A second cluster beside the default one needs other names and
+# addresses for it, or REAL_NODE=false.
+REAL_NODE=${REAL_NODE:-true}
+NODE_NAME=${NODE_NAME:-openvpa-node}
+NODE_NETNS=${NODE_NETNS:-openvpa-node}
+NODE_HOST_IF=${NODE_HOST_IF:-ovpa-node0}
+NODE_HOST_IP=${NODE_HOST_IP:-10.200.0.1}
+NODE_IP=${NODE_IP:-10.200.0.2}
+NODE_POD_CIDR=${NODE_POD_CIDR:-10.244.0.0/24}
+# containerd's default sandbox image for this version; make images builds it.
+NODE_SANDBOX_IMAGE=${NODE_SANDBOX_IMAGE:-registry.k8s.io/pause:3.10.2}
+
+# Components in start order; cluster-down stops them in reverse. The last four are the real
+# node's (node.sh): the API server forwarder, containerd, the kubelet and kube-proxy.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server socat containerd kubelet kube-proxy)
+# The real node's binaries (node.sh): kubelet and kube-proxy, containerd with its runc shim and ctr.
+NODE_BINARIES=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr)
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server kubectl "${NODE_BINARIES[@]}")
 
 # Bump when build.sh changes how binaries are built (flags, ldflags), so caches are not reused.
 BUILD_REVISION=1

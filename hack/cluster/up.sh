@@ -14,6 +14,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 # shellcheck source-path=SCRIPTDIR source=proc.sh
 source "${CLUSTER_HACK_DIR}/proc.sh"
+# shellcheck source-path=SCRIPTDIR source=node.sh
+source "${CLUSTER_HACK_DIR}/node.sh"
 
 PKI=${CLUSTER_DIR}/pki
 LOGS=${CLUSTER_DIR}/logs
@@ -55,15 +57,19 @@ alive() {
 
 # start <component> <args...>: starts the component's binary in its own session, detached from
 # the caller's terminal and pipes, unless it is already running. Returns once the process runs
-# the binary, so that running and down.sh recognise it from then on.
+# the binary, so that running and down.sh recognise it from then on. The binary is BIN_DIR's, or
+# the one on PATH (socat); START_PREFIX, if set, runs before it and must exec it (nsenter).
+START_PREFIX=()
 start() {
-  local name=$1 pid rc=0
+  local name=$1 pid rc=0 bin
   shift
   if running "${name}"; then
     return 0
   fi
+  bin=${BIN_DIR}/${name}
+  [[ -x "${bin}" ]] || bin=$(command -v "${name}") || die "${name}: no such binary"
   # 8>&-: the component must not inherit the lock held by this script, or it would hold it forever.
-  setsid "${BIN_DIR}/${name}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 8>&- &
+  setsid "${START_PREFIX[@]}" "${bin}" "$@" </dev/null >"${LOGS}/${name}.log" 2>&1 8>&- &
   pid=$!
   echo "${pid}" >"${PIDS}/${name}.pid"
   proc_wait_exec "${pid}" "${name}" "${CLUSTER_DIR}" 60 || rc=$?
@@ -280,7 +286,7 @@ ENV
     --client-ca-file="${PKI}/ca.crt" \
     --service-account-issuer=https://kubernetes.default.svc.cluster.local \
     --service-account-key-file="${PKI}/sa.pub" --service-account-signing-key-file="${PKI}/sa.key" \
-    --service-cluster-ip-range=10.96.0.0/16 \
+    --service-cluster-ip-range="${SERVICE_CIDR}" \
     --authorization-mode=Node,RBAC --allow-privileged=true \
     --kubelet-client-certificate="${PKI}/apiserver-kubelet-client.crt" \
     --kubelet-client-key="${PKI}/apiserver-kubelet-client.key" \
@@ -305,7 +311,7 @@ ENV
     --leader-elect=false --controllers='*' --use-service-account-credentials=true \
     --service-account-private-key-file="${PKI}/sa.key" --root-ca-file="${PKI}/ca.crt" \
     --cluster-signing-cert-file="${PKI}/ca.crt" --cluster-signing-key-file="${PKI}/ca.key" \
-    --service-cluster-ip-range=10.96.0.0/16 --profiling=false --v=1
+    --service-cluster-ip-range="${SERVICE_CIDR}" --profiling=false --v=1
   start kube-scheduler \
     --kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
     --authentication-kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
@@ -351,6 +357,8 @@ ENV
   fi
   wait_ready metrics-server 60 metrics_available
   step "metrics-server ready behind apiservice/v1beta1.metrics.k8s.io"
+
+  node_up
 
   step "cluster ready: export KUBECONFIG=${ADMIN_KUBECONFIG}"
 }

@@ -2,8 +2,8 @@
 # Regenerates the pinned tools modules under hack/cluster/tools/ (go.mod and go.sum for each).
 # Only needed when a version changes; the result is committed, so builds never resolve versions.
 #
-#   hack/cluster/tools/pin.sh                       # pin the versions below (all four modules)
-#   hack/cluster/tools/pin.sh kwok                  # only one of k8s, etcd, kwok, metrics-server
+#   hack/cluster/tools/pin.sh                       # pin the versions below (all five modules)
+#   hack/cluster/tools/pin.sh kwok                  # only one of k8s, etcd, kwok, metrics-server, containerd
 #   K8S_VERSION=v1.37.3 hack/cluster/tools/pin.sh   # bump Kubernetes (staging modules follow)
 set -euo pipefail
 
@@ -12,6 +12,7 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.8.0}
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
 GO_DIRECTIVE=${GO_DIRECTIVE:-1.26.0}
 
 export GOWORK=off GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -37,7 +38,9 @@ pin_k8s() {
     k8s.io/kubernetes/cmd/kube-apiserver@"${K8S_VERSION}" \
     k8s.io/kubernetes/cmd/kube-controller-manager@"${K8S_VERSION}" \
     k8s.io/kubernetes/cmd/kube-scheduler@"${K8S_VERSION}" \
-    k8s.io/kubernetes/cmd/kubectl@"${K8S_VERSION}" && go mod tidy)
+    k8s.io/kubernetes/cmd/kubectl@"${K8S_VERSION}" \
+    k8s.io/kubernetes/cmd/kubelet@"${K8S_VERSION}" \
+    k8s.io/kubernetes/cmd/kube-proxy@"${K8S_VERSION}" && go mod tidy)
 }
 
 pin_etcd() {
@@ -55,7 +58,14 @@ pin_plain() { # dir module package version
   (cd "$1" && go get -tool "$3@$4" && go mod tidy)
 }
 
-if [[ $# -eq 0 ]]; then set -- k8s etcd kwok metrics-server; fi
+pin_containerd() {
+  local dir=${TOOLS_DIR}/containerd m=github.com/containerd/containerd/v2
+  new_module "${dir}" github.com/openvpa/openvpa/hack/cluster/tools/containerd
+  (cd "${dir}" && go get -tool "${m}/cmd/containerd@${CONTAINERD_VERSION}" \
+    "${m}/cmd/containerd-shim-runc-v2@${CONTAINERD_VERSION}" "${m}/cmd/ctr@${CONTAINERD_VERSION}" && go mod tidy)
+}
+
+if [[ $# -eq 0 ]]; then set -- k8s etcd kwok metrics-server containerd; fi
 for tool in "$@"; do
   case "${tool}" in
     k8s) pin_k8s ;;
@@ -65,10 +75,11 @@ for tool in "$@"; do
       pin_plain "${TOOLS_DIR}/metrics-server" github.com/openvpa/openvpa/hack/cluster/tools/metrics-server \
         sigs.k8s.io/metrics-server/cmd/metrics-server "${METRICS_SERVER_VERSION}"
       ;;
+    containerd) pin_containerd ;;
     *)
-      echo "unknown tool ${tool}; want k8s, etcd, kwok or metrics-server" >&2
+      echo "unknown tool ${tool}; want k8s, etcd, kwok, metrics-server or containerd" >&2
       exit 1
       ;;
   esac
 done
-echo "pinned ($*): kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, metrics-server ${METRICS_SERVER_VERSION}"
+echo "pinned ($*): kubernetes ${K8S_VERSION}, etcd ${ETCD_VERSION}, kwok ${KWOK_VERSION}, metrics-server ${METRICS_SERVER_VERSION}, containerd ${CONTAINERD_VERSION}"
