@@ -21,6 +21,26 @@ bin/vpa-%: FORCE
 .PHONY: FORCE
 FORCE:
 
+##@ Images (the real node)
+
+IMAGES_DIR := _output/images
+IMAGE_TOOLS := hack/tools/images
+# The test and sandbox programs, static for linux/amd64 like bin/.
+IMAGE_PROGRAMS := $(IMAGES_DIR)/bin/pause $(IMAGES_DIR)/bin/memhog
+
+.PHONY: images
+images: build $(IMAGE_PROGRAMS) ## Write the component, pause and memhog images as OCI tarballs into _output/images.
+	$(GO) run -C $(IMAGE_TOOLS) . --bin-dir=$(CURDIR)/bin --pause=$(CURDIR)/$(IMAGES_DIR)/bin/pause \
+		--memhog=$(CURDIR)/$(IMAGES_DIR)/bin/memhog --out=$(CURDIR)/$(IMAGES_DIR)
+
+$(IMAGES_DIR)/bin/%: FORCE
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -C $(IMAGE_TOOLS) -trimpath -ldflags='-s -w' -o $(CURDIR)/$@ ./$*
+
+# CTR and CONTAINERD_ADDRESS name containerd's ctr and socket; see hack/images/import.sh.
+.PHONY: images-import
+images-import: images ## Import _output/images into containerd's k8s.io namespace (CTR=path CONTAINERD_ADDRESS=socket).
+	hack/images/import.sh
+
 ##@ Test
 
 .PHONY: test
@@ -30,6 +50,7 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 .PHONY: test-unit
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e/')
+	$(GO) -C $(IMAGE_TOOLS) test ./...
 
 # Not part of test: needs a cluster with room for the pods (CLUSTER_NODES=10 for 1,000) and
 # takes several minutes. KUBECONFIG selects another cluster; flags in SCALE_TEST_FLAGS, e.g.
@@ -78,11 +99,13 @@ update: ## Regenerate clients, CRDs and docs.
 	hack/update-flags-docs.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, tidy go.mod files, golangci-lint, generated code and CRDs up to date.
+verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main and images modules), generated code and CRDs up to date.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
+	$(GO) -C $(IMAGE_TOOLS) vet ./...
 	hack/verify-gomod.sh
 	hack/verify-lint.sh
+	hack/verify-lint.sh $(IMAGE_TOOLS)
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-flags-docs.sh

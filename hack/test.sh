@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of the main module: unit, integration and e2e. The e2e packages need the local
-# control plane, so it is brought up first (built on a fresh machine, reused when running); if it
-# cannot start, the run fails here and says why instead of letting e2e tests skip.
+# Runs every test of the main module (unit, integration and e2e) and of hack/tools/images. The
+# e2e packages need the local control plane, so it is brought up first (built on a fresh machine,
+# reused when running); if it cannot start, the run fails here and says why instead of letting
+# e2e tests skip.
 #
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
@@ -10,6 +11,11 @@ set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "${REPO_ROOT}"
+
+# The image builder, pause and memhog are a module of their own (hack/tools/images); their tests
+# need no cluster.
+echo "==> go test in hack/tools/images (image tarballs, pause, memhog)"
+go -C hack/tools/images test -count=1 ./...
 
 echo "==> local control plane (hack/cluster/up.sh)"
 if ! hack/cluster/up.sh; then
