@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Imports the image tarballs that `make images` wrote (listed in _output/images/images.txt) into
-# containerd's k8s.io namespace, where the kubelet's CRI finds them, and checks that containerd
-# then lists each under its reference with the digest the tarball holds.
+# containerd's k8s.io namespace, where the kubelet's CRI finds them (pinned, so its image garbage
+# collection leaves them), and checks that containerd then lists each under its reference with
+# the digest the tarball holds.
 #
 #   CTR=/path/to/ctr CONTAINERD_ADDRESS=/run/containerd/containerd.sock hack/images/import.sh
 #   hack/images/import.sh CTR ADDRESS [TARBALL...]      # the same, as arguments
@@ -32,7 +33,8 @@ openvpa_import_images() {
   fi
 
   local -a ctr_cmd=("${ctr}" --address "${address}" --namespace k8s.io)
-  local -a import_flags=()
+  # Pinned, so the kubelet's image garbage collection never deletes what no registry can give back.
+  local -a import_flags=(--label io.cri-containerd.pinned=pinned)
   [[ -n "${SNAPSHOTTER:-}" ]] && import_flags+=(--snapshotter "${SNAPSHOTTER}")
   local f
   for f in "${files[@]}"; do
