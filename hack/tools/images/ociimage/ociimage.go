@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -57,9 +58,10 @@ type Spec struct {
 }
 
 func (s Spec) validate() error {
+	if _, err := name.NewTag(s.Ref, name.StrictValidation); err != nil {
+		return fmt.Errorf("image reference %q: want REGISTRY/REPOSITORY:TAG: %w", s.Ref, err)
+	}
 	switch {
-	case s.Ref == "" || !strings.Contains(s.Ref, ":"):
-		return fmt.Errorf("image reference %q: want NAME:TAG", s.Ref)
 	case !path.IsAbs(s.Path) || path.Clean(s.Path) != s.Path || s.Path == "/":
 		return fmt.Errorf("binary path in image %q: want a clean absolute file path", s.Path)
 	case s.Binary == "":

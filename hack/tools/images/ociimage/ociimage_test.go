@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -277,6 +278,9 @@ func TestBuildRejectsIncompleteSpecs(t *testing.T) {
 	bin := tinyBinary(t)
 	tests := map[string]func(*Spec){
 		"no tag":            func(s *Spec) { s.Ref = "ghcr.io/openvpa/hello" },
+		"a port, no tag":    func(s *Spec) { s.Ref = "localhost:5000/hello" },
+		"a digest":          func(s *Spec) { s.Ref = "ghcr.io/openvpa/hello@sha256:" + strings.Repeat("0", 64) },
+		"upper case":        func(s *Spec) { s.Ref = "ghcr.io/OpenVPA/hello:local" },
 		"relative path":     func(s *Spec) { s.Path = "hello" },
 		"root as path":      func(s *Spec) { s.Path = "/" },
 		"unclean path":      func(s *Spec) { s.Path = "/a/../hello" },
