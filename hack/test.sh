@@ -23,7 +23,12 @@ if ! hack/cluster/up.sh; then
   exit 1
 fi
 
-echo "==> go test ./... (e2e packages share the cluster above, one namespace per test)"
+echo "==> go test ./... but e2e/realnode (e2e packages share the cluster above, one namespace per test)"
 # -count=1: never replay cached results. The e2e tests' outcome depends on the cluster, which Go's
 # test cache cannot see, so a cached pass proves nothing about this run.
-go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
+mapfile -t packages < <(go list ./... | grep -v '/e2e/realnode$')
+go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" "${packages[@]}"
+
+# deploy/ as shipped acts on every namespace, so its tests on the real node run alone.
+echo "==> go test ./e2e/realnode (deploy/ on the real node, alone)"
+go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./e2e/realnode/

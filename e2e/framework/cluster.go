@@ -23,6 +23,10 @@ import (
 // repository). hack/cluster reads the same variable, so a test process and the scripts agree.
 const EnvClusterDir = "CLUSTER_DIR"
 
+// RealNodeName is the local cluster's real node (hack/cluster/node.sh), a kubelet with
+// containerd, tainted openvpa.io/real-node=true:NoSchedule.
+const RealNodeName = "openvpa-node"
+
 // upTimeout bounds hack/cluster/up.sh, including a cold build of the binaries on a fresh machine.
 const upTimeout = 30 * time.Minute
 

@@ -252,15 +252,13 @@ node_ready() {
   api_get "/api/v1/nodes/${NODE_NAME}" | grep -q '"type":"Ready","status":"True"'
 }
 
-# node_images imports the OCI archives under _output/images (make images) into containerd.
+# node_images imports the images `make images` wrote (hack/images/import.sh), if it has run.
 node_images() {
-  local tar
-  shopt -s nullglob
-  for tar in "${REPO_ROOT}"/_output/images/*.tar; do
-    "${BIN_DIR}/ctr" --address "${NODE_DIR}/containerd.sock" --namespace k8s.io images import --all-platforms "${tar}" \
-      >>"${LOGS}/ctr.log" 2>&1 || fail_with_log ctr "could not import ${tar}"
-  done
-  shopt -u nullglob
+  [[ -f "${REPO_ROOT}/_output/images/images.txt" ]] || return 0
+  # shellcheck source=../images/import.sh
+  source "${REPO_ROOT}/hack/images/import.sh"
+  openvpa_import_images "${BIN_DIR}/ctr" "${NODE_DIR}/containerd.sock" >>"${LOGS}/ctr.log" 2>&1 ||
+    fail_with_log ctr "could not import the images of _output/images"
 }
 
 node_up() {
