@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/review"
@@ -51,11 +54,31 @@ type Server struct {
 	activity func()
 	// states holds *serveState.
 	states sync.Pool
+	// decodeLog samples the log lines about pods that cannot be decoded.
+	decodeLog *sampledLog
 }
 
 // NewServer returns a Server. metrics may be nil.
 func NewServer(pods PodAdmitter, vpas VPAAdmitter, metrics *Metrics, activity func()) *Server {
-	return &Server{pods: pods, vpas: vpas, metrics: metrics, activity: activity}
+	return &Server{pods: pods, vpas: vpas, metrics: metrics, activity: activity,
+		decodeLog: newSampledLog(clock.RealClock{}, DecodeLogInterval)}
+}
+
+// WithClock makes s time its log sampling with c and returns it.
+func (s *Server) WithClock(c clock.PassiveClock) *Server {
+	s.decodeLog = newSampledLog(c, DecodeLogInterval)
+	return s
+}
+
+// maxWarning bounds a warning that quotes the request (a decoding error can
+// name a key of any length).
+const maxWarning = 512
+
+func truncate(s string) string {
+	if len(s) <= maxWarning {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxWarning], "") + "..."
 }
 
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
@@ -90,7 +113,7 @@ func (s *Server) getState() *serveState {
 }
 
 func (s *Server) putState(st *serveState) {
-	if cap(st.body) > maxPooledBuffer || cap(st.out) > maxPooledBuffer || cap(st.patch) > maxPooledBuffer {
+	if cap(st.body) > maxPooledBuffer || cap(st.out) > maxPooledBuffer || cap(st.patch) > maxPooledBuffer || st.dec.Scratch() > maxPooledBuffer {
 		return
 	}
 	st.req = review.Request{}
@@ -110,27 +133,39 @@ func jsonContentType(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// readBody reads r into buf (reusing its capacity), sized from the content
-// length when the client sent one.
-func readBody(r io.Reader, buf []byte, contentLength int64) ([]byte, error) {
+// minBodyBuffer is the buffer a body is first read into; it grows (doubling)
+// only as bytes arrive, never from the Content-Length a client announces, so
+// a slow client that announces a large body holds a small buffer.
+const minBodyBuffer = 4096
+
+// errBodyTooLarge is returned by readBody for a body over MaxBodyBytes.
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody reads r into buf (reusing its capacity) up to MaxBodyBytes.
+func readBody(r io.Reader, buf []byte) ([]byte, error) {
 	buf = buf[:0]
-	if contentLength > 0 && contentLength <= MaxBodyBytes && int64(cap(buf)) < contentLength+1 {
-		buf = make([]byte, 0, contentLength+1)
-	}
-	if cap(buf) < 512 {
-		buf = make([]byte, 0, 4096)
+	if cap(buf) < minBodyBuffer {
+		buf = make([]byte, 0, minBodyBuffer)
 	}
 	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > MaxBodyBytes {
+				return buf, errBodyTooLarge
+			}
+			// One byte past the limit tells a body of exactly
+			// MaxBodyBytes from a longer one.
+			buf = slices.Grow(buf, min(cap(buf), MaxBodyBytes+1-len(buf)))
+		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if len(buf) > MaxBodyBytes {
+			return buf, errBodyTooLarge
+		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
 			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
 		}
 	}
 }
@@ -156,17 +191,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.getState()
 	defer s.putState(st)
-	// A body of known length is limited by the server already; only one
-	// of unknown length needs the MaxBytesReader.
-	var src io.Reader = r.Body
-	if r.ContentLength < 0 {
-		src = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	}
-	body, err := readBody(src, st.body, r.ContentLength)
+	body, err := readBody(r.Body, st.body)
 	st.body = body
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if errors.Is(err, errBodyTooLarge) {
 			httpError(w, http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxBodyBytes)
 			return
 		}
@@ -254,13 +282,16 @@ func (s *Server) admitPod(ctx context.Context, req *review.Request, st *serveSta
 		var decodeErr *pod.DecodeError
 		if errors.As(err, &decodeErr) {
 			// Never deny a pod: admit it unchanged.
-			klog.FromContext(ctx).Error(decodeErr.Err, "Cannot decode the pod; admitting it unchanged", "namespace", string(req.Namespace))
-			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"VPA admission controller could not decode the pod: " + decodeErr.Err.Error()}}, statusError
+			s.decodeLog.Error(klog.FromContext(ctx), errors.New(truncate(decodeErr.Err.Error())), "Cannot decode the pod; admitting it unchanged", "namespace", truncate(string(req.Namespace)))
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{truncate("VPA admission controller could not decode the pod: " + decodeErr.Err.Error())}}, statusError
 		}
 		klog.FromContext(ctx).Error(err, "Cannot compute the pod patch; admitting it unchanged")
 		return nil, statusError
 	}
 	if len(res.Patch) == 0 {
+		if len(res.Warnings) > 0 {
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: res.Warnings}, statusSkipped
+		}
 		return nil, statusSkipped
 	}
 	st.patch = res.Patch

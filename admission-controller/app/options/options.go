@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/openvpa/openvpa/admission-controller/webhook"
 	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -31,6 +32,12 @@ type Options struct {
 	Address        string
 	Profiling      bool
 	WebhookService string
+
+	// ReadTimeout, WriteTimeout and IdleTimeout bound what one client can
+	// hold of the webhook server (webhook.HTTPOptions).
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
 
 	RegisterWebhook          bool
 	RegisterByURL            bool
@@ -76,6 +83,9 @@ func NewOptions() *Options {
 		Port:                      8000,
 		Address:                   ":8944",
 		WebhookService:            "vpa-webhook",
+		ReadTimeout:               webhook.DefaultReadTimeout,
+		WriteTimeout:              webhook.DefaultWriteTimeout,
+		IdleTimeout:               webhook.DefaultIdleTimeout,
 		RegisterWebhook:           true,
 		WebhookTimeoutSeconds:     30,
 		WebhookConfigName:         "vpa-webhook-config",
@@ -104,6 +114,9 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.IntVar(&o.Port, "port", o.Port, "The port to listen on.")
 	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", o.ReadTimeout, "Maximum time the webhook server waits for one request, headers and body (and for a TLS handshake).")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "Maximum time from the end of a request's headers to the end of its response.")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "Maximum time a keep-alive connection to the webhook server waits for its next request.")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Kubernetes service under which webhook is registered. Used when registerByURL is set to false.")
 	fs.BoolVar(&o.RegisterWebhook, "register-webhook", o.RegisterWebhook, "If set to true, admission webhook object will be created on start up to register with the API server.")
 	fs.BoolVar(&o.RegisterByURL, "register-by-url", o.RegisterByURL, "If set to true, admission webhook will be registered by URL (webhookAddress:webhookPort) instead of by service name")
@@ -141,6 +154,14 @@ func (o *Options) Validate() []error {
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--port must be in 1..65535, got %d", o.Port))
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"read-timeout", o.ReadTimeout}, {"write-timeout", o.WriteTimeout}, {"idle-timeout", o.IdleTimeout}} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %v", d.name, d.value))
+		}
 	}
 	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
 		errs = append(errs, fmt.Errorf("--webhook-timeout-seconds must be in 1..30, got %d", o.WebhookTimeoutSeconds))
@@ -187,6 +208,11 @@ func (o *Options) LeaseNamespace() string {
 		return o.StatusLeaseNamespace
 	}
 	return o.Namespace
+}
+
+// HTTPOptions are the webhook server's timeouts.
+func (o *Options) HTTPOptions() webhook.HTTPOptions {
+	return webhook.HTTPOptions{ReadTimeout: o.ReadTimeout, ReadHeaderTimeout: min(o.ReadTimeout, webhook.DefaultReadHeaderTimeout), WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout}
 }
 
 // WebhookURL is the URL registered with --register-by-url.
