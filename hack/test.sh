@@ -6,6 +6,7 @@
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
 #   TEST_TIMEOUT=90m hack/test.sh
+#   FUZZ_TIME=1m hack/test.sh      each fuzz target runs this long at the end (default 10s)
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -21,3 +22,18 @@ echo "==> go test ./... (e2e packages share the cluster above, one namespace per
 # -count=1: never replay cached results. The e2e tests' outcome depends on the cluster, which Go's
 # test cache cannot see, so a cached pass proves nothing about this run.
 go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
+
+# The fuzz targets, each for a short fixed time on top of its seed corpus (which the go test above
+# already ran). A failing input is written under the package's testdata/fuzz/<target>/; keep it
+# there as a seed once fixed. A run given go test arguments (a focused run) does not fuzz.
+if [[ $# -gt 0 ]]; then
+  exit 0
+fi
+echo "==> fuzz targets, ${FUZZ_TIME:-10s} each"
+for target in \
+  ./admission-controller/pod:FuzzDecoder \
+  ./admission-controller/webhook:FuzzServeHTTP \
+  ./recommender/model:FuzzRestoreCheckpoint \
+  ./recommender/model:FuzzHistogramOps; do
+  go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZ_TIME:-10s}" "${target%%:*}"
+done
