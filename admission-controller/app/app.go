@@ -106,7 +106,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig, err := webhook.TLSConfig(o.MinTLSVersion, o.TLSCiphers, certs.GetCertificate)
+	tlsConfig, err := webhook.ServerTLSConfig(o.TLSOptions(), certs.GetCertificate)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,11 @@ type tlsServer struct {
 
 func startTLSServer(t testing.TB, o HTTPOptions) *tlsServer {
 	t.Helper()
+	return startTLSServerWith(t, o, TLSOptions{})
+}
+
+func startTLSServerWith(t testing.TB, o HTTPOptions, to TLSOptions) *tlsServer {
+	t.Helper()
 	dir := t.TempDir()
 	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
 		t.Fatal(err)
@@ -52,7 +57,7 @@ func startTLSServer(t testing.TB, o HTTPOptions) *tlsServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := TLSConfig("tls1_2", "", certs.GetCertificate)
+	cfg, err := ServerTLSConfig(to, certs.GetCertificate)
 	if err != nil {
 		t.Fatal(err)
 	}

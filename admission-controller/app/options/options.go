@@ -22,16 +22,20 @@ import (
 
 // Options are the admission controller's settings.
 type Options struct {
-	ClientCAFile   string
-	TLSCertFile    string
-	TLSPrivateKey  string
-	ReloadCert     bool
-	TLSCiphers     string
-	MinTLSVersion  string
-	Port           int
-	Address        string
-	Profiling      bool
-	WebhookService string
+	ClientCAFile string
+	// TLSClientCAFile, when set, makes the webhook require client
+	// certificates signed by its CAs (unlike ClientCAFile, upstream's CA
+	// bundle registered with the webhook).
+	TLSClientCAFile string
+	TLSCertFile     string
+	TLSPrivateKey   string
+	ReloadCert      bool
+	TLSCiphers      string
+	MinTLSVersion   string
+	Port            int
+	Address         string
+	Profiling       bool
+	WebhookService  string
 
 	// ReadTimeout, WriteTimeout and IdleTimeout bound what one client can
 	// hold of the webhook server (webhook.HTTPOptions).
@@ -106,6 +110,7 @@ func (o *Options) FlagSections() *component.Sections {
 	s := &component.Sections{}
 	fs := s.FlagSet("admission controller")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "Path to CA PEM file.")
+	fs.StringVar(&o.TLSClientCAFile, "tls-client-ca-file", o.TLSClientCAFile, "Path to a PEM file of CAs: when set, the webhook accepts only clients with a certificate signed by one of them (the API server, given a client certificate in its AdmissionConfiguration). Empty: no client authentication.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Path to server certificate PEM file.")
 	fs.StringVar(&o.TLSPrivateKey, "tls-private-key", o.TLSPrivateKey, "Path to server certificate key PEM file.")
 	fs.BoolVar(&o.ReloadCert, "reload-cert", o.ReloadCert, "If set to true, reload leaf and CA certificates when changed.")
@@ -208,6 +213,11 @@ func (o *Options) LeaseNamespace() string {
 		return o.StatusLeaseNamespace
 	}
 	return o.Namespace
+}
+
+// TLSOptions are the webhook server's TLS settings.
+func (o *Options) TLSOptions() webhook.TLSOptions {
+	return webhook.TLSOptions{MinVersion: o.MinTLSVersion, Ciphers: o.TLSCiphers, ClientCAFile: o.TLSClientCAFile}
 }
 
 // HTTPOptions are the webhook server's timeouts.

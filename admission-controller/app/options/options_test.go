@@ -14,6 +14,7 @@ func TestDefaults(t *testing.T) {
 	o.AddFlags(fs)
 	want := map[string]string{
 		"client-ca-file":                "/etc/tls-certs/caCert.pem",
+		"tls-client-ca-file":            "",
 		"tls-cert-file":                 "/etc/tls-certs/serverCert.pem",
 		"tls-private-key":               "/etc/tls-certs/serverKey.pem",
 		"reload-cert":                   "false",
