@@ -128,7 +128,7 @@ func TestAdmit(t *testing.T) {
 				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(2))}}
 				policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})(v)
 			}),
-			old: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})),
+			old:     with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})),
 			wantErr: "spec.startupBoost: Forbidden"},
 		"both startupBoosts kept on update without gate": {
 			vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
