@@ -361,3 +361,72 @@ func TestDecodeErrorLogSampled(t *testing.T) {
 		t.Fatalf("lines %q, want a second one counting 100 left out", lines)
 	}
 }
+
+// TestHugeVPADenialBounded: a VPA with 100,000 invalid container policies is
+// denied with the first errors and a count of the rest.
+func TestHugeVPADenialBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","resource":{"group":"autoscaling.k8s.io","version":"v1","resource":"verticalpodautoscalers"},"operation":"CREATE",
+"object":{"apiVersion":"autoscaling.k8s.io/v1","kind":"VerticalPodAutoscaler","metadata":{"name":"v"},"spec":{"targetRef":{"kind":"Deployment","name":"web"},"updatePolicy":{"updateMode":"Auto"},"resourcePolicy":{"containerPolicies":[`)
+	for i := 0; i < 100_000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{}`)
+	}
+	b.WriteString(`]}}}}}`)
+	rec := post(t, newTestServer(), "POST", "application/json", b.String())
+	resp := admitted(t, rec)
+	if resp.Allowed || resp.Result == nil || !strings.Contains(resp.Result.Message, "and 99980 more errors") {
+		t.Fatalf("response %.500v, want a denial counting the errors left out", resp)
+	}
+	if len(resp.Warnings) != 1 {
+		t.Errorf("warnings %q, want the one for Auto", resp.Warnings)
+	}
+	if rec.Body.Len() > 16<<10 {
+		t.Errorf("response of %d bytes", rec.Body.Len())
+	}
+}
+
+func TestBoundedWarnings(t *testing.T) {
+	long := strings.Repeat("x", 10*maxWarning)
+	many := make([]string, 3*maxListed)
+	for i := range many {
+		many[i] = "w"
+	}
+	tests := map[string]struct {
+		in      []string
+		wantLen int
+		wantEnd string
+	}{
+		"few":     {in: []string{"a", "b"}, wantLen: 2, wantEnd: "b"},
+		"long":    {in: []string{long}, wantLen: 1, wantEnd: "..."},
+		"many":    {in: many, wantLen: maxListed + 1, wantEnd: "and 40 more warnings"},
+		"no list": {in: nil, wantLen: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := boundedWarnings(tc.in)
+			if len(got) != tc.wantLen || (tc.wantLen > 0 && !strings.HasSuffix(got[len(got)-1], tc.wantEnd)) {
+				t.Errorf("got %d warnings ending %q", len(got), got[len(got)-1:])
+			}
+			for _, w := range got {
+				if len(w) > maxWarning+3 {
+					t.Errorf("warning of %d bytes", len(w))
+				}
+			}
+		})
+	}
+}
+
+// TestVPADecodedAsTheAPIServerDoes: a key that differs from a field only in
+// case is not that field, as in the API server (encoding/json would merge
+// it into spec and deny the VPA).
+func TestVPADecodedAsTheAPIServerDoes(t *testing.T) {
+	body := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","resource":{"group":"autoscaling.k8s.io","version":"v1","resource":"verticalpodautoscalers"},"operation":"CREATE",
+"object":{"apiVersion":"autoscaling.k8s.io/v1","kind":"VerticalPodAutoscaler","metadata":{"name":"v"},"spec":{"targetRef":{"kind":"Deployment","name":"web"},"updatePolicy":{"updateMode":"Recreate"}},
+"SPEC":{"updatePolicy":{"updateMode":"Bogus"}}}}}`
+	if resp := admitted(t, post(t, newTestServer(), "POST", "application/json", body)); !resp.Allowed {
+		t.Errorf("denied: %v", resp.Result)
+	}
+}

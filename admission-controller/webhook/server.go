@@ -17,8 +17,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/review"
@@ -312,23 +314,25 @@ func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, 
 		return &admissionv1.AdmissionResponse{Allowed: true}, statusSkipped
 	}
 	var v vpav1.VerticalPodAutoscaler
-	if err := json.Unmarshal(req.Object, &v); err != nil {
+	// Decoded as the API server decodes: keys match exactly.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object, &v); err != nil {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the VerticalPodAutoscaler: "+err.Error()), statusError
 	}
 	var old *vpav1.VerticalPodAutoscaler
 	if op == admissionv1.Update {
 		old = &vpav1.VerticalPodAutoscaler{}
-		if err := json.Unmarshal(req.OldObject, old); err != nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.OldObject, old); err != nil {
 			return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the stored VerticalPodAutoscaler: "+err.Error()), statusError
 		}
 	}
 	res := s.vpas.Admit(&v, old)
+	warnings := boundedWarnings(res.Warnings)
 	if len(res.Errors) > 0 {
-		resp := deny(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, res.Errors.ToAggregate().Error())
-		resp.Warnings = res.Warnings
+		resp := deny(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, denialMessage(res.Errors))
+		resp.Warnings = warnings
 		return resp, statusError
 	}
-	resp := &admissionv1.AdmissionResponse{Allowed: true, Warnings: res.Warnings}
+	resp := &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
 	if len(res.Patch) == 0 {
 		return resp, statusSkipped
 	}
@@ -339,6 +343,43 @@ func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, 
 	resp.Patch = raw
 	resp.PatchType = &jsonPatch
 	return resp, statusApplied
+}
+
+// maxListed bounds the errors and warnings a response lists: a VPA of a
+// hundred thousand invalid container policies gets a short answer.
+const maxListed = 20
+
+// denialMessage lists the first errors, each bounded, and counts the rest.
+func denialMessage(errs field.ErrorList) string {
+	shown := errs
+	if len(shown) > maxListed {
+		shown = shown[:maxListed]
+	}
+	msgs := make([]string, 0, len(shown)+1)
+	for _, e := range shown {
+		msgs = append(msgs, truncate(e.Error()))
+	}
+	if n := len(errs) - len(shown); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more errors", n))
+	}
+	if len(msgs) == 1 {
+		return msgs[0]
+	}
+	return "[" + strings.Join(msgs, ", ") + "]"
+}
+
+func boundedWarnings(ws []string) []string {
+	if len(ws) <= maxListed && !slices.ContainsFunc(ws, func(w string) bool { return len(w) > maxWarning }) {
+		return ws
+	}
+	out := make([]string, 0, maxListed+1)
+	for _, w := range ws[:min(len(ws), maxListed)] {
+		out = append(out, truncate(w))
+	}
+	if n := len(ws) - maxListed; n > 0 {
+		out = append(out, fmt.Sprintf("and %d more warnings", n))
+	}
+	return out
 }
 
 func deny(code int32, reason metav1.StatusReason, msg string) *admissionv1.AdmissionResponse {
