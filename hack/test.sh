@@ -32,6 +32,7 @@ fi
 echo "==> fuzz targets, ${FUZZ_TIME:-10s} each"
 for target in \
   ./admission-controller/pod:FuzzDecoder \
+  ./admission-controller/pod:FuzzHandlerAgreement \
   ./admission-controller/webhook:FuzzServeHTTP \
   ./recommender/model:FuzzRestoreCheckpoint \
   ./recommender/model:FuzzHistogramOps; do

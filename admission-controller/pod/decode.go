@@ -13,9 +13,11 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
 )
 
-// decoder fills the fields of a corev1.Pod the handler reads (metadata name,
-// generateName, namespace, labels, annotations and ownerReferences; each
-// container's name and resources) from the pod JSON of an AdmissionReview,
+// decoder fills the fields of a corev1.Pod the handler and what it calls read
+// (metadata name, generateName, namespace, labels, annotations and
+// ownerReferences; the pod-level resources; each container's and init
+// container's name, resources and restartPolicy: decodedFields lists them)
+// from the pod JSON of an AdmissionReview,
 // without reflection, reusing its maps and slices from one pod to the next.
 // Other fields are skipped. A decoder serves one pod at a time.
 //
@@ -32,6 +34,10 @@ type decoder struct {
 	spareLists []corev1.ResourceList
 	spareMaps  []map[string]string
 	containers []corev1.Container
+	inits      []corev1.Container
+	podLevel   corev1.ResourceRequirements
+	// restart holds the containers' restartPolicy values.
+	restart    []corev1.ContainerRestartPolicy
 	owners     []metav1.OwnerReference
 	controller []bool
 	// quantities caches parsed quantities by their text.
@@ -63,8 +69,7 @@ func (d *decoder) reset() {
 			d.spareMaps = append(d.spareMaps, m)
 		}
 	}
-	for i := range p.Spec.Containers {
-		res := &p.Spec.Containers[i].Resources
+	spare := func(res *corev1.ResourceRequirements) {
 		for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
 			if l != nil {
 				clear(l)
@@ -72,7 +77,19 @@ func (d *decoder) reset() {
 			}
 		}
 	}
+	for i := range p.Spec.Containers {
+		spare(&p.Spec.Containers[i].Resources)
+	}
+	for i := range p.Spec.InitContainers {
+		spare(&p.Spec.InitContainers[i].Resources)
+	}
+	if p.Spec.Resources != nil {
+		spare(p.Spec.Resources)
+	}
 	clear(d.containers)
+	clear(d.inits)
+	d.podLevel = corev1.ResourceRequirements{}
+	d.restart = d.restart[:0]
 	clear(d.owners)
 	d.pod = corev1.Pod{}
 	d.duplicate = false
@@ -153,7 +170,9 @@ type repeatedPod struct {
 		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
 	} `json:"metadata"`
 	Spec struct {
-		Containers []corev1.Container `json:"containers"`
+		Containers     []corev1.Container           `json:"containers"`
+		InitContainers []corev1.Container           `json:"initContainers"`
+		Resources      *corev1.ResourceRequirements `json:"resources"`
 	} `json:"spec"`
 }
 
@@ -168,15 +187,24 @@ func (d *decoder) decodeRepeated(raw []byte) (*corev1.Pod, error) {
 	m := &p.Metadata
 	d.pod.ObjectMeta = metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
 		Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences}
-	if p.Spec.Containers != nil {
-		d.pod.Spec.Containers = make([]corev1.Container, len(p.Spec.Containers))
-		for i := range p.Spec.Containers {
-			c := &p.Spec.Containers[i]
-			d.pod.Spec.Containers[i] = corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{
-				Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims}}
-		}
-	}
+	d.pod.Spec.Containers = decodedContainers(p.Spec.Containers)
+	d.pod.Spec.InitContainers = decodedContainers(p.Spec.InitContainers)
+	d.pod.Spec.Resources = p.Spec.Resources
 	return &d.pod, nil
+}
+
+// decodedContainers keeps the decoded fields of cs.
+func decodedContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		c := &cs[i]
+		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+			Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims}}
+	}
+	return out
 }
 
 // keySet records which known keys of one object were seen.
@@ -187,8 +215,8 @@ var (
 	podKeys       = []string{"metadata", "spec"}
 	metadataKeys  = []string{"name", "generateName", "namespace", "labels", "annotations", "ownerReferences"}
 	ownerKeys     = []string{"apiVersion", "kind", "name", "controller"}
-	specKeys      = []string{"containers"}
-	containerKeys = []string{"name", "resources"}
+	specKeys      = []string{"containers", "initContainers", "resources"}
+	containerKeys = []string{"name", "resources", "restartPolicy"}
 	resourcesKeys = []string{"requests", "limits", "claims"}
 	claimKeys     = []string{"name", "request"}
 )
@@ -345,77 +373,106 @@ func (d *decoder) spec() error {
 	}
 	var seen keySet
 	return d.r.Object("spec", func(key []byte) error {
-		if d.field(key, specKeys, &seen) != "containers" {
-			return d.r.Skip()
-		}
-		if d.null() {
-			d.pod.Spec.Containers = nil
-			return nil
-		}
-		if d.containers == nil {
-			d.containers = make([]corev1.Container, 0, 4)
-		}
-		d.containers = d.containers[:0]
-		err := d.r.Array("spec.containers", func(i int) error {
-			if i >= MaxContainers {
-				return &TooManyContainersError{Max: MaxContainers}
-			}
-			d.containers = append(d.containers, corev1.Container{})
-			return d.container(&d.containers[len(d.containers)-1])
-		})
-		d.pod.Spec.Containers = d.containers
-		return err
-	})
-}
-
-func (d *decoder) container(c *corev1.Container) error {
-	if d.null() {
-		return nil
-	}
-	var seen keySet
-	return d.r.Object("spec.containers", func(key []byte) error {
-		switch d.field(key, containerKeys, &seen) {
-		case "name":
-			return d.str("spec.containers.name", &c.Name)
+		switch d.field(key, specKeys, &seen) {
+		case "containers":
+			return d.containerList("spec.containers", &d.containers, &d.pod.Spec.Containers)
+		case "initContainers":
+			return d.containerList("spec.initContainers", &d.inits, &d.pod.Spec.InitContainers)
 		case "resources":
 			if d.null() {
 				return nil
 			}
-			var seenRes keySet
-			return d.r.Object("spec.containers.resources", func(key []byte) error {
-				switch d.field(key, resourcesKeys, &seenRes) {
-				case "requests":
-					return d.resources("spec.containers.resources.requests", &c.Resources.Requests)
-				case "limits":
-					return d.resources("spec.containers.resources.limits", &c.Resources.Limits)
-				case "claims":
-					return d.claims(c)
-				}
-				return d.r.Skip()
-			})
+			d.pod.Spec.Resources = &d.podLevel
+			return d.requirements("spec.resources", &d.podLevel)
 		}
 		return d.r.Skip()
 	})
 }
 
-func (d *decoder) claims(c *corev1.Container) error {
+// containerList decodes an array of containers into buf (reused from pod
+// to pod) and sets dst to it. Containers and init containers together are
+// at most MaxContainers.
+func (d *decoder) containerList(field string, buf, dst *[]corev1.Container) error {
+	if d.null() {
+		*dst = nil
+		return nil
+	}
+	if *buf == nil {
+		*buf = make([]corev1.Container, 0, 4)
+	}
+	*buf = (*buf)[:0]
+	others := len(d.pod.Spec.Containers) + len(d.pod.Spec.InitContainers) - len(*dst)
+	err := d.r.Array(field, func(i int) error {
+		if others+i >= MaxContainers {
+			return &TooManyContainersError{Max: MaxContainers}
+		}
+		*buf = append(*buf, corev1.Container{})
+		return d.container(field, &(*buf)[len(*buf)-1])
+	})
+	*dst = *buf
+	return err
+}
+
+func (d *decoder) container(field string, c *corev1.Container) error {
 	if d.null() {
 		return nil
 	}
-	c.Resources.Claims = nil
-	return d.r.Array("spec.containers.resources.claims", func(int) error {
-		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{})
-		cl := &c.Resources.Claims[len(c.Resources.Claims)-1]
+	var seen keySet
+	return d.r.Object(field, func(key []byte) error {
+		switch d.field(key, containerKeys, &seen) {
+		case "name":
+			return d.str(field+".name", &c.Name)
+		case "resources":
+			if d.null() {
+				return nil
+			}
+			return d.requirements(field+".resources", &c.Resources)
+		case "restartPolicy":
+			s, ok, err := d.r.StringOrNull(field + ".restartPolicy")
+			if ok {
+				d.restart = append(d.restart, corev1.ContainerRestartPolicy(s))
+				c.RestartPolicy = &d.restart[len(d.restart)-1]
+			}
+			return err
+		}
+		return d.r.Skip()
+	})
+}
+
+// requirements decodes a container's or the pod's resources.
+func (d *decoder) requirements(field string, r *corev1.ResourceRequirements) error {
+	var seen keySet
+	return d.r.Object(field, func(key []byte) error {
+		switch d.field(key, resourcesKeys, &seen) {
+		case "requests":
+			return d.resources(field+".requests", &r.Requests)
+		case "limits":
+			return d.resources(field+".limits", &r.Limits)
+		case "claims":
+			return d.claims(field+".claims", r)
+		}
+		return d.r.Skip()
+	})
+}
+
+func (d *decoder) claims(field string, r *corev1.ResourceRequirements) error {
+	if d.null() {
+		return nil
+	}
+	r.Claims = nil
+	return d.r.Array(field, func(int) error {
+		r.Claims = append(r.Claims, corev1.ResourceClaim{})
+		cl := &r.Claims[len(r.Claims)-1]
 		if d.null() {
 			return nil
 		}
 		var seen keySet
-		return d.r.Object("spec.containers.resources.claims", func(key []byte) error {
+		return d.r.Object(field, func(key []byte) error {
 			switch d.field(key, claimKeys, &seen) {
 			case "name":
-				return d.str("claims.name", &cl.Name)
+				return d.str(field+".name", &cl.Name)
 			case "request":
-				return d.str("claims.request", &cl.Request)
+				return d.str(field+".request", &cl.Request)
 			}
 			return d.r.Skip()
 		})
@@ -486,8 +543,9 @@ const maxPooled = 64
 
 // small reports whether d holds little enough memory to be kept for reuse.
 func (d *decoder) small() bool {
-	return cap(d.containers) <= maxPooled && cap(d.owners) <= maxPooled && cap(d.controller) <= maxPooled &&
-		len(d.spareLists)+2*len(d.pod.Spec.Containers) <= 2*maxPooled && len(d.spareMaps) <= maxPooled &&
+	return cap(d.containers) <= maxPooled && cap(d.inits) <= maxPooled && cap(d.restart) <= maxPooled &&
+		cap(d.owners) <= maxPooled && cap(d.controller) <= maxPooled &&
+		len(d.spareLists)+2*(len(d.pod.Spec.Containers)+len(d.pod.Spec.InitContainers)+1) <= 4*maxPooled && len(d.spareMaps) <= maxPooled &&
 		len(d.pod.Labels) <= maxPooled && len(d.pod.Annotations) <= maxPooled && d.r.ScratchCap() <= 64<<10
 }
 

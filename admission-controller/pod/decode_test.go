@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -28,13 +29,22 @@ func handledFields(p *corev1.Pod) *corev1.Pod {
 	for _, o := range p.OwnerReferences {
 		out.OwnerReferences = append(out.OwnerReferences, metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Controller: o.Controller})
 	}
-	for _, c := range p.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{
-			Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims,
-		}})
+	containers := func(cs []corev1.Container) []corev1.Container {
+		var out []corev1.Container
+		for _, c := range cs {
+			out = append(out, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+				Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims,
+			}})
+		}
+		if cs != nil && out == nil {
+			out = []corev1.Container{}
+		}
+		return out
 	}
-	if p.Spec.Containers != nil && out.Spec.Containers == nil {
-		out.Spec.Containers = []corev1.Container{}
+	out.Spec.Containers = containers(p.Spec.Containers)
+	out.Spec.InitContainers = containers(p.Spec.InitContainers)
+	if r := p.Spec.Resources; r != nil {
+		out.Spec.Resources = &corev1.ResourceRequirements{Requests: r.Requests, Limits: r.Limits, Claims: r.Claims}
 	}
 	return out
 }
@@ -49,8 +59,11 @@ func equalPods(a, b *corev1.Pod) bool {
 // nilMaps records which resource maps are nil, which the patch depends on.
 func nilMaps(p *corev1.Pod) []bool {
 	var out []bool
-	for _, c := range p.Spec.Containers {
+	for _, c := range append(slices.Clone(p.Spec.Containers), p.Spec.InitContainers...) {
 		out = append(out, c.Resources.Requests == nil, c.Resources.Limits == nil)
+	}
+	if r := p.Spec.Resources; r != nil {
+		out = append(out, r.Requests == nil, r.Limits == nil)
 	}
 	return out
 }
@@ -68,6 +81,11 @@ func TestDecoderMatchesAPIServer(t *testing.T) {
 		"escapes":        `{"metadata":{"labels":{"a\"b":"c\\d\u00e9\ud83d\ude00","\u0041":"\ud800"}},"spec":{"containers":[{"name":"a\/b","resources":{"requests":{"example.com\/foo":"1"}}}]}}`,
 		"bare numbers":   `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":2,"memory":1e3},"limits":{"cpu":" 1 "}}}]}}`,
 		"claims":         `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"gpu","request":"r"}]}}]}}`,
+		// Init containers (sidecars among them) and pod-level resources
+		// count in the LimitRange and pod validation checks.
+		"init containers": `{"spec":{"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"},"limits":{"memory":"1Gi"}}},{"name":"j","restartPolicy":null}],"containers":[{"name":"a","restartPolicy":"Always"}]}}`,
+		"pod-level":       `{"spec":{"resources":{"requests":{"cpu":"500m"},"limits":{"cpu":"1","memory":"1Gi"},"claims":[{"name":"c"}]},"containers":[{"name":"a"}]}}`,
+		"pod-level null":  `{"spec":{"resources":null,"initContainers":null,"containers":[{"name":"a"}]}}`,
 		"whitespace":     " {\n \"metadata\" : { \"name\" : \"x\" } ,\t\"spec\":{ \"containers\" : [ ] } } ",
 		"controller off": `{"metadata":{"ownerReferences":[{"kind":"Foo","name":"f","controller":false},{"kind":"Bar","name":"b"}]}}`,
 		// Keys match exactly, as in the API server, not folded as
@@ -84,6 +102,7 @@ func TestDecoderMatchesAPIServer(t *testing.T) {
 		"repeated owner fields":   `{"metadata":{"ownerReferences":[{"kind":"A","controller":true,"controller":null,"kind":"B"}]}}`,
 		"repeated resource name":  `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1","cpu":"2"},"limits":{"cpu":"1","cpu":null}}}]}}`,
 		"repeated claims":         `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"x","request":"r"}],"claims":[{"name":"y"}]}}]}}`,
+		"repeated pod-level":      `{"spec":{"resources":{"requests":{"cpu":"1"}},"resources":{"limits":{"cpu":"2"}},"initContainers":[{"name":"i","restartPolicy":"Always"}],"initContainers":[{}]}}`,
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -147,6 +166,7 @@ func FuzzDecoder(f *testing.F) {
 	f.Add(`{"metadata":{"labels":{"a":"1"},"labels":null},"spec":{"containers":[{"name":"a"},{"name":"b"}],"containers":[{}],"containers":[{},{}]}}`)
 	f.Add(`{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1\u0030"},"limits":{"cpu":" 2 "}}}]}}`)
 	f.Add(`{"metadata":{"ownerReferences":[{"kind":"A","controller":true}],"ownerReferences":[{"controller":null}]}}`)
+	f.Add(`{"spec":{"resources":{"requests":{"cpu":"500m"}},"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"}}}],"containers":[{"name":"a"}]}}`)
 	var d decoder
 	f.Fuzz(func(t *testing.T, in string) {
 		// Input taken as valid without checking must not panic either.
@@ -173,7 +193,9 @@ func FuzzDecoder(f *testing.F) {
 
 func TestDecoderContainerCap(t *testing.T) {
 	many := `{"spec":{"containers":[` + strings.Repeat(`{"name":"c"},`, MaxContainers) + `{"name":"last"}]}}`
+	half := strings.Repeat(`{"name":"c"},`, MaxContainers/2) + `{"name":"last"}`
 	tests := map[string]string{
+		"containers and init containers": `{"spec":{"initContainers":[` + half + `],"containers":[` + half + `]}}`,
 		"one array":                many,
 		"after a repeated key":     `{"metadata":{},"metadata":{},` + many[1:],
 		"in a later repeated spec": `{"spec":{},` + many[1:],
