@@ -375,24 +375,41 @@ func (d *decoder) spec() error {
 	return d.r.Object("spec", func(key []byte) error {
 		switch d.field(key, specKeys, &seen) {
 		case "containers":
-			return d.containerList("spec.containers", &d.containers, &d.pod.Spec.Containers)
+			return d.containerList(&containerFields, &d.containers, &d.pod.Spec.Containers)
 		case "initContainers":
-			return d.containerList("spec.initContainers", &d.inits, &d.pod.Spec.InitContainers)
+			return d.containerList(&initContainerFields, &d.inits, &d.pod.Spec.InitContainers)
 		case "resources":
 			if d.null() {
 				return nil
 			}
 			d.pod.Spec.Resources = &d.podLevel
-			return d.requirements("spec.resources", &d.podLevel)
+			return d.requirements(&podResourceFields, &d.podLevel)
 		}
 		return d.r.Skip()
 	})
 }
 
+// resourceFields name the fields of a ResourceRequirements in errors.
+type resourceFields struct{ self, requests, limits, claims string }
+
+// listFields name the fields of a list of containers in errors.
+type listFields struct {
+	list, name, restartPolicy string
+	resources                 resourceFields
+}
+
+var (
+	containerFields = listFields{list: "spec.containers", name: "spec.containers.name", restartPolicy: "spec.containers.restartPolicy",
+		resources: resourceFields{"spec.containers.resources", "spec.containers.resources.requests", "spec.containers.resources.limits", "spec.containers.resources.claims"}}
+	initContainerFields = listFields{list: "spec.initContainers", name: "spec.initContainers.name", restartPolicy: "spec.initContainers.restartPolicy",
+		resources: resourceFields{"spec.initContainers.resources", "spec.initContainers.resources.requests", "spec.initContainers.resources.limits", "spec.initContainers.resources.claims"}}
+	podResourceFields = resourceFields{"spec.resources", "spec.resources.requests", "spec.resources.limits", "spec.resources.claims"}
+)
+
 // containerList decodes an array of containers into buf (reused from pod
 // to pod) and sets dst to it. Containers and init containers together are
 // at most MaxContainers.
-func (d *decoder) containerList(field string, buf, dst *[]corev1.Container) error {
+func (d *decoder) containerList(f *listFields, buf, dst *[]corev1.Container) error {
 	if d.null() {
 		*dst = nil
 		return nil
@@ -402,33 +419,33 @@ func (d *decoder) containerList(field string, buf, dst *[]corev1.Container) erro
 	}
 	*buf = (*buf)[:0]
 	others := len(d.pod.Spec.Containers) + len(d.pod.Spec.InitContainers) - len(*dst)
-	err := d.r.Array(field, func(i int) error {
+	err := d.r.Array(f.list, func(i int) error {
 		if others+i >= MaxContainers {
 			return &TooManyContainersError{Max: MaxContainers}
 		}
 		*buf = append(*buf, corev1.Container{})
-		return d.container(field, &(*buf)[len(*buf)-1])
+		return d.container(f, &(*buf)[len(*buf)-1])
 	})
 	*dst = *buf
 	return err
 }
 
-func (d *decoder) container(field string, c *corev1.Container) error {
+func (d *decoder) container(f *listFields, c *corev1.Container) error {
 	if d.null() {
 		return nil
 	}
 	var seen keySet
-	return d.r.Object(field, func(key []byte) error {
+	return d.r.Object(f.list, func(key []byte) error {
 		switch d.field(key, containerKeys, &seen) {
 		case "name":
-			return d.str(field+".name", &c.Name)
+			return d.str(f.name, &c.Name)
 		case "resources":
 			if d.null() {
 				return nil
 			}
-			return d.requirements(field+".resources", &c.Resources)
+			return d.requirements(&f.resources, &c.Resources)
 		case "restartPolicy":
-			s, ok, err := d.r.StringOrNull(field + ".restartPolicy")
+			s, ok, err := d.r.StringOrNull(f.restartPolicy)
 			if ok {
 				d.restart = append(d.restart, corev1.ContainerRestartPolicy(s))
 				c.RestartPolicy = &d.restart[len(d.restart)-1]
@@ -440,16 +457,16 @@ func (d *decoder) container(field string, c *corev1.Container) error {
 }
 
 // requirements decodes a container's or the pod's resources.
-func (d *decoder) requirements(field string, r *corev1.ResourceRequirements) error {
+func (d *decoder) requirements(f *resourceFields, r *corev1.ResourceRequirements) error {
 	var seen keySet
-	return d.r.Object(field, func(key []byte) error {
+	return d.r.Object(f.self, func(key []byte) error {
 		switch d.field(key, resourcesKeys, &seen) {
 		case "requests":
-			return d.resources(field+".requests", &r.Requests)
+			return d.resources(f.requests, &r.Requests)
 		case "limits":
-			return d.resources(field+".limits", &r.Limits)
+			return d.resources(f.limits, &r.Limits)
 		case "claims":
-			return d.claims(field+".claims", r)
+			return d.claims(f.claims, r)
 		}
 		return d.r.Skip()
 	})
@@ -470,9 +487,9 @@ func (d *decoder) claims(field string, r *corev1.ResourceRequirements) error {
 		return d.r.Object(field, func(key []byte) error {
 			switch d.field(key, claimKeys, &seen) {
 			case "name":
-				return d.str(field+".name", &cl.Name)
+				return d.str(field, &cl.Name)
 			case "request":
-				return d.str(field+".request", &cl.Request)
+				return d.str(field, &cl.Request)
 			}
 			return d.r.Skip()
 		})

@@ -75,19 +75,19 @@ func TestDecoderMatchesAPIServer(t *testing.T) {
 			"spec":{"initContainers":[{"name":"init","resources":{"requests":{"cpu":"1"}}}],"containers":[
 			{"name":"app","image":"x","ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m","memory":"100Mi"},"limits":{"cpu":"0.5"}}},
 			{"name":"b","resources":{}}]},"status":{}}`,
-		"nulls":          `{"metadata":{"name":null,"labels":null,"annotations":null,"ownerReferences":null},"spec":{"containers":[{"name":"a","resources":{"requests":null,"limits":{"cpu":null}}},null]}}`,
-		"null pod":       `null`,
-		"empty maps":     `{"metadata":{"labels":{},"annotations":{}},"spec":{"containers":[{"name":"a","resources":{"requests":{},"limits":{}}}]}}`,
-		"escapes":        `{"metadata":{"labels":{"a\"b":"c\\d\u00e9\ud83d\ude00","\u0041":"\ud800"}},"spec":{"containers":[{"name":"a\/b","resources":{"requests":{"example.com\/foo":"1"}}}]}}`,
-		"bare numbers":   `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":2,"memory":1e3},"limits":{"cpu":" 1 "}}}]}}`,
-		"claims":         `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"gpu","request":"r"}]}}]}}`,
+		"nulls":        `{"metadata":{"name":null,"labels":null,"annotations":null,"ownerReferences":null},"spec":{"containers":[{"name":"a","resources":{"requests":null,"limits":{"cpu":null}}},null]}}`,
+		"null pod":     `null`,
+		"empty maps":   `{"metadata":{"labels":{},"annotations":{}},"spec":{"containers":[{"name":"a","resources":{"requests":{},"limits":{}}}]}}`,
+		"escapes":      `{"metadata":{"labels":{"a\"b":"c\\d\u00e9\ud83d\ude00","\u0041":"\ud800"}},"spec":{"containers":[{"name":"a\/b","resources":{"requests":{"example.com\/foo":"1"}}}]}}`,
+		"bare numbers": `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":2,"memory":1e3},"limits":{"cpu":" 1 "}}}]}}`,
+		"claims":       `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"gpu","request":"r"}]}}]}}`,
 		// Init containers (sidecars among them) and pod-level resources
 		// count in the LimitRange and pod validation checks.
 		"init containers": `{"spec":{"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"},"limits":{"memory":"1Gi"}}},{"name":"j","restartPolicy":null}],"containers":[{"name":"a","restartPolicy":"Always"}]}}`,
 		"pod-level":       `{"spec":{"resources":{"requests":{"cpu":"500m"},"limits":{"cpu":"1","memory":"1Gi"},"claims":[{"name":"c"}]},"containers":[{"name":"a"}]}}`,
 		"pod-level null":  `{"spec":{"resources":null,"initContainers":null,"containers":[{"name":"a"}]}}`,
-		"whitespace":     " {\n \"metadata\" : { \"name\" : \"x\" } ,\t\"spec\":{ \"containers\" : [ ] } } ",
-		"controller off": `{"metadata":{"ownerReferences":[{"kind":"Foo","name":"f","controller":false},{"kind":"Bar","name":"b"}]}}`,
+		"whitespace":      " {\n \"metadata\" : { \"name\" : \"x\" } ,\t\"spec\":{ \"containers\" : [ ] } } ",
+		"controller off":  `{"metadata":{"ownerReferences":[{"kind":"Foo","name":"f","controller":false},{"kind":"Bar","name":"b"}]}}`,
 		// Keys match exactly, as in the API server, not folded as
 		// encoding/json folds them.
 		"case differs": `{"metAdAtA":{"name":"x"},"metadata":{"laBels":{"a":"b"},"Name":"y"},"spec":{"Containers":[{"name":"a"}]}}`,
@@ -196,9 +196,9 @@ func TestDecoderContainerCap(t *testing.T) {
 	half := strings.Repeat(`{"name":"c"},`, MaxContainers/2) + `{"name":"last"}`
 	tests := map[string]string{
 		"containers and init containers": `{"spec":{"initContainers":[` + half + `],"containers":[` + half + `]}}`,
-		"one array":                many,
-		"after a repeated key":     `{"metadata":{},"metadata":{},` + many[1:],
-		"in a later repeated spec": `{"spec":{},` + many[1:],
+		"one array":                      many,
+		"after a repeated key":           `{"metadata":{},"metadata":{},` + many[1:],
+		"in a later repeated spec":       `{"spec":{},` + many[1:],
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
