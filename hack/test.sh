@@ -6,7 +6,7 @@
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
 #   TEST_TIMEOUT=90m hack/test.sh
-#   FUZZ_TIME=1m hack/test.sh      each fuzz target runs this long at the end (default 10s)
+#   FUZZ_TIME=1m hack/test.sh      each fuzz target runs this long at the end (default 8s)
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,12 +29,12 @@ go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./...
 if [[ $# -gt 0 ]]; then
   exit 0
 fi
-echo "==> fuzz targets, ${FUZZ_TIME:-10s} each"
+echo "==> fuzz targets, ${FUZZ_TIME:-8s} each"
 for target in \
   ./admission-controller/pod:FuzzDecoder \
   ./admission-controller/pod:FuzzHandlerAgreement \
   ./admission-controller/webhook:FuzzServeHTTP \
   ./recommender/model:FuzzRestoreCheckpoint \
   ./recommender/model:FuzzHistogramOps; do
-  go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZ_TIME:-10s}" "${target%%:*}"
+  go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZ_TIME:-8s}" "${target%%:*}"
 done
