@@ -7,6 +7,7 @@
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
 #   TEST_TIMEOUT=90m hack/test.sh
+#   FUZZ_TIME=1m hack/test.sh      each fuzz target runs this long at the end (default 8s)
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,3 +33,19 @@ go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" "${packages[@]}"
 # deploy/ as shipped acts on every namespace, so its tests on the real node run alone.
 echo "==> go test ./e2e/realnode (deploy/ on the real node, alone)"
 go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./e2e/realnode/
+
+# The fuzz targets, each for a short fixed time on top of its seed corpus (which the go test above
+# already ran). A failing input is written under the package's testdata/fuzz/<target>/; keep it
+# there as a seed once fixed. A run given go test arguments (a focused run) does not fuzz.
+if [[ $# -gt 0 ]]; then
+  exit 0
+fi
+echo "==> fuzz targets, ${FUZZ_TIME:-8s} each"
+for target in \
+  ./admission-controller/pod:FuzzDecoder \
+  ./admission-controller/pod:FuzzHandlerAgreement \
+  ./admission-controller/webhook:FuzzServeHTTP \
+  ./recommender/model:FuzzRestoreCheckpoint \
+  ./recommender/model:FuzzHistogramOps; do
+  go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZ_TIME:-8s}" "${target%%:*}"
+done

@@ -93,7 +93,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	tlsConfig, err := webhook.TLSConfig(o.MinTLSVersion, o.TLSCiphers, certs.GetCertificate)
+	tlsConfig, err := webhook.ServerTLSConfig(o.TLSOptions(), certs.GetCertificate)
 	if err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return fmt.Errorf("listening on port %d: %w", o.Port, err)
 	}
-	httpsServer := &http.Server{Handler: server, TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
+	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
 
 	errc := make(chan error, 5)
 	running := 0

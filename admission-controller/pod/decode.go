@@ -8,15 +8,25 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
 )
 
-// decoder fills the fields of a corev1.Pod the handler reads (metadata name,
-// generateName, namespace, labels, annotations and ownerReferences; each
-// container's name and resources) from the pod JSON of an AdmissionReview,
+// decoder fills the fields of a corev1.Pod the handler and what it calls read
+// (metadata name, generateName, namespace, labels, annotations and
+// ownerReferences; the pod-level resources; each container's and init
+// container's name, resources and restartPolicy: decodedFields lists them)
+// from the pod JSON of an AdmissionReview,
 // without reflection, reusing its maps and slices from one pod to the next.
 // Other fields are skipped. A decoder serves one pod at a time.
+//
+// It decodes what the API server's decoder (sigs.k8s.io/json, case-sensitive)
+// decodes: keys match exactly, quantities are parsed from their raw JSON text
+// as resource.Quantity's UnmarshalJSON parses them (escapes are not
+// unescaped). A key of a decoded object given twice, which the API server
+// never sends, makes the pod decoded again by sigs.k8s.io/json itself, whose
+// merging of repeated objects and arrays is not worth copying.
 type decoder struct {
 	r   jsonread.Reader
 	pod corev1.Pod
@@ -24,10 +34,30 @@ type decoder struct {
 	spareLists []corev1.ResourceList
 	spareMaps  []map[string]string
 	containers []corev1.Container
+	inits      []corev1.Container
+	podLevel   corev1.ResourceRequirements
+	// restart holds the containers' restartPolicy values.
+	restart    []corev1.ContainerRestartPolicy
 	owners     []metav1.OwnerReference
 	controller []bool
 	// quantities caches parsed quantities by their text.
 	quantities map[string]resource.Quantity
+	// duplicate is set when a decoded object repeats a known key.
+	duplicate bool
+}
+
+// MaxContainers is the most containers a pod may have to be patched: more
+// than fit in the largest object the API server can store (etcd's default
+// request limit of 1.5 MiB, with at least 128 bytes for the smallest
+// container as the API server sends it, defaults included).
+const MaxContainers = (3 << 19) / 128
+
+// TooManyContainersError is returned for a pod with more than MaxContainers
+// containers; the pod is admitted unchanged.
+type TooManyContainersError struct{ Max int }
+
+func (e *TooManyContainersError) Error() string {
+	return fmt.Sprintf("the pod has more than %d containers, more than the API server can store", e.Max)
 }
 
 // reset returns the maps of the last pod to the spares.
@@ -39,8 +69,7 @@ func (d *decoder) reset() {
 			d.spareMaps = append(d.spareMaps, m)
 		}
 	}
-	for i := range p.Spec.Containers {
-		res := &p.Spec.Containers[i].Resources
+	spare := func(res *corev1.ResourceRequirements) {
 		for _, l := range []corev1.ResourceList{res.Requests, res.Limits} {
 			if l != nil {
 				clear(l)
@@ -48,9 +77,22 @@ func (d *decoder) reset() {
 			}
 		}
 	}
+	for i := range p.Spec.Containers {
+		spare(&p.Spec.Containers[i].Resources)
+	}
+	for i := range p.Spec.InitContainers {
+		spare(&p.Spec.InitContainers[i].Resources)
+	}
+	if p.Spec.Resources != nil {
+		spare(p.Spec.Resources)
+	}
 	clear(d.containers)
+	clear(d.inits)
+	d.podLevel = corev1.ResourceRequirements{}
+	d.restart = d.restart[:0]
 	clear(d.owners)
 	d.pod = corev1.Pod{}
+	d.duplicate = false
 }
 
 func (d *decoder) stringMap() map[string]string {
@@ -94,8 +136,9 @@ func (d *decoder) decodeChecked(raw []byte, valid bool) (*corev1.Pod, error) {
 	if d.null() {
 		return &d.pod, nil
 	}
+	var seen keySet
 	err := d.r.Object("pod", func(key []byte) error {
-		switch field(key, podKeys) {
+		switch d.field(key, podKeys, &seen) {
 		case "metadata":
 			return d.metadata()
 		case "spec":
@@ -106,31 +149,89 @@ func (d *decoder) decodeChecked(raw []byte, valid bool) (*corev1.Pod, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.duplicate {
+		// Every containers array was counted on the way.
+		return d.decodeRepeated(raw)
+	}
 	return &d.pod, nil
 }
 
-// Known keys per object, for matching keys that differ only in case, as
-// encoding/json does.
+// repeatedPod is the part of a corev1.Pod the handler reads, with the
+// containers and owner references of corev1.Pod's own types, so that
+// sigs.k8s.io/json merges repeated arrays into them exactly as it does for a
+// corev1.Pod.
+type repeatedPod struct {
+	Metadata struct {
+		Name            string                  `json:"name"`
+		GenerateName    string                  `json:"generateName"`
+		Namespace       string                  `json:"namespace"`
+		Labels          map[string]string       `json:"labels"`
+		Annotations     map[string]string       `json:"annotations"`
+		OwnerReferences []metav1.OwnerReference `json:"ownerReferences"`
+	} `json:"metadata"`
+	Spec struct {
+		Containers     []corev1.Container           `json:"containers"`
+		InitContainers []corev1.Container           `json:"initContainers"`
+		Resources      *corev1.ResourceRequirements `json:"resources"`
+	} `json:"spec"`
+}
+
+// decodeRepeated decodes a pod that repeats keys with the API server's
+// decoder.
+func (d *decoder) decodeRepeated(raw []byte) (*corev1.Pod, error) {
+	d.reset()
+	var p repeatedPod
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &p); err != nil {
+		return nil, err
+	}
+	m := &p.Metadata
+	d.pod.ObjectMeta = metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
+		Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences}
+	d.pod.Spec.Containers = decodedContainers(p.Spec.Containers)
+	d.pod.Spec.InitContainers = decodedContainers(p.Spec.InitContainers)
+	d.pod.Spec.Resources = p.Spec.Resources
+	return &d.pod, nil
+}
+
+// decodedContainers keeps the decoded fields of cs.
+func decodedContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i := range cs {
+		c := &cs[i]
+		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+			Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims}}
+	}
+	return out
+}
+
+// keySet records which known keys of one object were seen.
+type keySet uint8
+
+// Known keys per object (at most 8 each, for keySet).
 var (
 	podKeys       = []string{"metadata", "spec"}
 	metadataKeys  = []string{"name", "generateName", "namespace", "labels", "annotations", "ownerReferences"}
 	ownerKeys     = []string{"apiVersion", "kind", "name", "controller"}
-	specKeys      = []string{"containers"}
-	containerKeys = []string{"name", "resources"}
+	specKeys      = []string{"containers", "initContainers", "resources"}
+	containerKeys = []string{"name", "resources", "restartPolicy"}
 	resourcesKeys = []string{"requests", "limits", "claims"}
 	claimKeys     = []string{"name", "request"}
 )
 
-// field returns the known key that key names: the key itself, or one that
-// equals it when case is folded; "" when none.
-func field(key []byte, known []string) string {
-	for _, k := range known {
+// field returns the known key that key is, "" when none, and records it in
+// seen, noting a repeated key in d.duplicate. Keys match exactly, as the API
+// server's decoder matches them.
+func (d *decoder) field(key []byte, known []string, seen *keySet) string {
+	for i, k := range known {
 		if string(key) == k {
-			return k
-		}
-	}
-	for _, k := range known {
-		if bytes.EqualFold(key, []byte(k)) {
+			bit := keySet(1) << i
+			if *seen&bit != 0 {
+				d.duplicate = true
+			}
+			*seen |= bit
 			return k
 		}
 	}
@@ -159,8 +260,9 @@ func (d *decoder) metadata() error {
 		return nil
 	}
 	m := &d.pod.ObjectMeta
+	var seen keySet
 	return d.r.Object("metadata", func(key []byte) error {
-		switch field(key, metadataKeys) {
+		switch d.field(key, metadataKeys, &seen) {
 		case "name":
 			return d.str("metadata.name", &m.Name)
 		case "generateName":
@@ -216,8 +318,9 @@ func (d *decoder) ownerReferences() error {
 		if d.null() {
 			return nil
 		}
+		var seen keySet
 		return d.r.Object("metadata.ownerReferences", func(key []byte) error {
-			switch field(key, ownerKeys) {
+			switch d.field(key, ownerKeys, &seen) {
 			case "apiVersion":
 				return d.internedStr("ownerReferences.apiVersion", &o.APIVersion)
 			case "kind":
@@ -268,69 +371,125 @@ func (d *decoder) spec() error {
 	if d.null() {
 		return nil
 	}
+	var seen keySet
 	return d.r.Object("spec", func(key []byte) error {
-		if field(key, specKeys) != "containers" {
-			return d.r.Skip()
-		}
-		if d.null() {
-			d.pod.Spec.Containers = nil
-			return nil
-		}
-		d.containers = d.containers[:0]
-		err := d.r.Array("spec.containers", func(int) error {
-			d.containers = append(d.containers, corev1.Container{})
-			return d.container(&d.containers[len(d.containers)-1])
-		})
-		d.pod.Spec.Containers = d.containers
-		return err
-	})
-}
-
-func (d *decoder) container(c *corev1.Container) error {
-	if d.null() {
-		return nil
-	}
-	return d.r.Object("spec.containers", func(key []byte) error {
-		switch field(key, containerKeys) {
-		case "name":
-			return d.str("spec.containers.name", &c.Name)
+		switch d.field(key, specKeys, &seen) {
+		case "containers":
+			return d.containerList(&containerFields, &d.containers, &d.pod.Spec.Containers)
+		case "initContainers":
+			return d.containerList(&initContainerFields, &d.inits, &d.pod.Spec.InitContainers)
 		case "resources":
 			if d.null() {
 				return nil
 			}
-			return d.r.Object("spec.containers.resources", func(key []byte) error {
-				switch field(key, resourcesKeys) {
-				case "requests":
-					return d.resources("spec.containers.resources.requests", &c.Resources.Requests)
-				case "limits":
-					return d.resources("spec.containers.resources.limits", &c.Resources.Limits)
-				case "claims":
-					return d.claims(c)
-				}
-				return d.r.Skip()
-			})
+			d.pod.Spec.Resources = &d.podLevel
+			return d.requirements(&podResourceFields, &d.podLevel)
 		}
 		return d.r.Skip()
 	})
 }
 
-func (d *decoder) claims(c *corev1.Container) error {
+// resourceFields name the fields of a ResourceRequirements in errors.
+type resourceFields struct{ self, requests, limits, claims string }
+
+// listFields name the fields of a list of containers in errors.
+type listFields struct {
+	list, name, restartPolicy string
+	resources                 resourceFields
+}
+
+var (
+	containerFields = listFields{list: "spec.containers", name: "spec.containers.name", restartPolicy: "spec.containers.restartPolicy",
+		resources: resourceFields{"spec.containers.resources", "spec.containers.resources.requests", "spec.containers.resources.limits", "spec.containers.resources.claims"}}
+	initContainerFields = listFields{list: "spec.initContainers", name: "spec.initContainers.name", restartPolicy: "spec.initContainers.restartPolicy",
+		resources: resourceFields{"spec.initContainers.resources", "spec.initContainers.resources.requests", "spec.initContainers.resources.limits", "spec.initContainers.resources.claims"}}
+	podResourceFields = resourceFields{"spec.resources", "spec.resources.requests", "spec.resources.limits", "spec.resources.claims"}
+)
+
+// containerList decodes an array of containers into buf (reused from pod
+// to pod) and sets dst to it. Containers and init containers together are
+// at most MaxContainers.
+func (d *decoder) containerList(f *listFields, buf, dst *[]corev1.Container) error {
+	if d.null() {
+		*dst = nil
+		return nil
+	}
+	if *buf == nil {
+		*buf = make([]corev1.Container, 0, 4)
+	}
+	*buf = (*buf)[:0]
+	others := len(d.pod.Spec.Containers) + len(d.pod.Spec.InitContainers) - len(*dst)
+	err := d.r.Array(f.list, func(i int) error {
+		if others+i >= MaxContainers {
+			return &TooManyContainersError{Max: MaxContainers}
+		}
+		*buf = append(*buf, corev1.Container{})
+		return d.container(f, &(*buf)[len(*buf)-1])
+	})
+	*dst = *buf
+	return err
+}
+
+func (d *decoder) container(f *listFields, c *corev1.Container) error {
 	if d.null() {
 		return nil
 	}
-	c.Resources.Claims = nil
-	return d.r.Array("spec.containers.resources.claims", func(int) error {
-		c.Resources.Claims = append(c.Resources.Claims, corev1.ResourceClaim{})
-		cl := &c.Resources.Claims[len(c.Resources.Claims)-1]
+	var seen keySet
+	return d.r.Object(f.list, func(key []byte) error {
+		switch d.field(key, containerKeys, &seen) {
+		case "name":
+			return d.str(f.name, &c.Name)
+		case "resources":
+			if d.null() {
+				return nil
+			}
+			return d.requirements(&f.resources, &c.Resources)
+		case "restartPolicy":
+			s, ok, err := d.r.StringOrNull(f.restartPolicy)
+			if ok {
+				d.restart = append(d.restart, corev1.ContainerRestartPolicy(s))
+				c.RestartPolicy = &d.restart[len(d.restart)-1]
+			}
+			return err
+		}
+		return d.r.Skip()
+	})
+}
+
+// requirements decodes a container's or the pod's resources.
+func (d *decoder) requirements(f *resourceFields, r *corev1.ResourceRequirements) error {
+	var seen keySet
+	return d.r.Object(f.self, func(key []byte) error {
+		switch d.field(key, resourcesKeys, &seen) {
+		case "requests":
+			return d.resources(f.requests, &r.Requests)
+		case "limits":
+			return d.resources(f.limits, &r.Limits)
+		case "claims":
+			return d.claims(f.claims, r)
+		}
+		return d.r.Skip()
+	})
+}
+
+func (d *decoder) claims(field string, r *corev1.ResourceRequirements) error {
+	if d.null() {
+		return nil
+	}
+	r.Claims = nil
+	return d.r.Array(field, func(int) error {
+		r.Claims = append(r.Claims, corev1.ResourceClaim{})
+		cl := &r.Claims[len(r.Claims)-1]
 		if d.null() {
 			return nil
 		}
-		return d.r.Object("spec.containers.resources.claims", func(key []byte) error {
-			switch field(key, claimKeys) {
+		var seen keySet
+		return d.r.Object(field, func(key []byte) error {
+			switch d.field(key, claimKeys, &seen) {
 			case "name":
-				return d.str("claims.name", &cl.Name)
+				return d.str(field, &cl.Name)
 			case "request":
-				return d.str("claims.request", &cl.Request)
+				return d.str(field, &cl.Request)
 			}
 			return d.r.Skip()
 		})
@@ -350,7 +509,8 @@ func resourceName(b []byte) corev1.ResourceName {
 }
 
 // resources reads a ResourceList the way resource.Quantity's UnmarshalJSON
-// does: quoted or bare, surrounding spaces trimmed, null as zero.
+// does: quoted (the text between the quotes, escapes left as they are) or
+// bare, surrounding spaces trimmed, null as zero.
 func (d *decoder) resources(field string, dst *corev1.ResourceList) error {
 	if d.null() {
 		return nil
@@ -371,11 +531,11 @@ func (d *decoder) resources(field string, dst *corev1.ResourceList) error {
 			l[name] = resource.Quantity{}
 			return nil
 		case jsonread.String:
-			s, err := d.r.Str()
+			raw, err := d.r.Raw()
 			if err != nil {
 				return err
 			}
-			value = s
+			value = raw[1 : len(raw)-1]
 		case jsonread.Object, jsonread.Array:
 			raw, err := d.r.Raw()
 			if err != nil {
@@ -394,8 +554,24 @@ func (d *decoder) resources(field string, dst *corev1.ResourceList) error {
 	})
 }
 
-// maxQuantities bounds the quantity cache of a decoder.
-const maxQuantities = 1024
+// maxPooled bounds the slices and maps a decoder keeps for the next pod, so
+// that a pool of decoders gives memory back after a burst of large pods.
+const maxPooled = 64
+
+// small reports whether d holds little enough memory to be kept for reuse.
+func (d *decoder) small() bool {
+	return cap(d.containers) <= maxPooled && cap(d.inits) <= maxPooled && cap(d.restart) <= maxPooled &&
+		cap(d.owners) <= maxPooled && cap(d.controller) <= maxPooled &&
+		len(d.spareLists)+2*(len(d.pod.Spec.Containers)+len(d.pod.Spec.InitContainers)+1) <= 4*maxPooled && len(d.spareMaps) <= maxPooled &&
+		len(d.pod.Labels) <= maxPooled && len(d.pod.Annotations) <= maxPooled && d.r.ScratchCap() <= 64<<10
+}
+
+// maxQuantities bounds the quantity cache of a decoder, maxCachedQuantity
+// the length of a quantity's text for it to be cached.
+const (
+	maxQuantities     = 1024
+	maxCachedQuantity = 32
+)
 
 // quantity parses a quantity, remembering the result: the same few values
 // recur in pod after pod. Cached quantities have their string form computed
@@ -409,6 +585,9 @@ func (d *decoder) quantity(s []byte) (resource.Quantity, error) {
 		return q, err
 	}
 	_ = q.String()
+	if len(s) > maxCachedQuantity {
+		return q, nil
+	}
 	if d.quantities == nil || len(d.quantities) >= maxQuantities {
 		d.quantities = make(map[string]resource.Quantity, 64)
 	}

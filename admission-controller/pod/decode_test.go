@@ -2,12 +2,23 @@ package pod
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 )
+
+// apiServerDecode decodes a pod as the API server does.
+func apiServerDecode(in []byte) (*corev1.Pod, error) {
+	var p corev1.Pod
+	err := sigsjson.UnmarshalCaseSensitivePreserveInts(in, &p)
+	return &p, err
+}
 
 // handledFields keeps the fields of a pod the decoder fills.
 func handledFields(p *corev1.Pod) *corev1.Pod {
@@ -18,13 +29,22 @@ func handledFields(p *corev1.Pod) *corev1.Pod {
 	for _, o := range p.OwnerReferences {
 		out.OwnerReferences = append(out.OwnerReferences, metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Controller: o.Controller})
 	}
-	for _, c := range p.Spec.Containers {
-		out.Spec.Containers = append(out.Spec.Containers, corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{
-			Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims,
-		}})
+	containers := func(cs []corev1.Container) []corev1.Container {
+		var out []corev1.Container
+		for _, c := range cs {
+			out = append(out, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+				Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims,
+			}})
+		}
+		if cs != nil && out == nil {
+			out = []corev1.Container{}
+		}
+		return out
 	}
-	if p.Spec.Containers != nil && out.Spec.Containers == nil {
-		out.Spec.Containers = []corev1.Container{}
+	out.Spec.Containers = containers(p.Spec.Containers)
+	out.Spec.InitContainers = containers(p.Spec.InitContainers)
+	if r := p.Spec.Resources; r != nil {
+		out.Spec.Resources = &corev1.ResourceRequirements{Requests: r.Requests, Limits: r.Limits, Claims: r.Claims}
 	}
 	return out
 }
@@ -39,32 +59,55 @@ func equalPods(a, b *corev1.Pod) bool {
 // nilMaps records which resource maps are nil, which the patch depends on.
 func nilMaps(p *corev1.Pod) []bool {
 	var out []bool
-	for _, c := range p.Spec.Containers {
+	for _, c := range append(slices.Clone(p.Spec.Containers), p.Spec.InitContainers...) {
 		out = append(out, c.Resources.Requests == nil, c.Resources.Limits == nil)
+	}
+	if r := p.Spec.Resources; r != nil {
+		out = append(out, r.Requests == nil, r.Limits == nil)
 	}
 	return out
 }
 
-func TestDecoderMatchesEncodingJSON(t *testing.T) {
+func TestDecoderMatchesAPIServer(t *testing.T) {
 	tests := map[string]string{
 		"full": `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","generateName":"a-","namespace":"ns","labels":{"app":"web","x":""},
 			"annotations":{"k":"v"},"ownerReferences":[{"apiVersion":"apps/v1","kind":"ReplicaSet","name":"rs","uid":"1","controller":true,"blockOwnerDeletion":true}]},
 			"spec":{"initContainers":[{"name":"init","resources":{"requests":{"cpu":"1"}}}],"containers":[
 			{"name":"app","image":"x","ports":[{"containerPort":80}],"resources":{"requests":{"cpu":"100m","memory":"100Mi"},"limits":{"cpu":"0.5"}}},
 			{"name":"b","resources":{}}]},"status":{}}`,
-		"nulls":          `{"metadata":{"name":null,"labels":null,"annotations":null,"ownerReferences":null},"spec":{"containers":[{"name":"a","resources":{"requests":null,"limits":{"cpu":null}}},null]}}`,
-		"null pod":       `null`,
-		"empty maps":     `{"metadata":{"labels":{},"annotations":{}},"spec":{"containers":[{"name":"a","resources":{"requests":{},"limits":{}}}]}}`,
-		"escapes":        `{"metadata":{"labels":{"a\"b":"c\\d\u00e9\ud83d\ude00","\u0041":"\ud800"}},"spec":{"containers":[{"name":"a\/b","resources":{"requests":{"example.com\/foo":"1"}}}]}}`,
-		"bare numbers":   `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":2,"memory":1e3},"limits":{"cpu":" 1 "}}}]}}`,
-		"claims":         `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"gpu","request":"r"}]}}]}}`,
-		"whitespace":     " {\n \"metadata\" : { \"name\" : \"x\" } ,\t\"spec\":{ \"containers\" : [ ] } } ",
-		"controller off": `{"metadata":{"ownerReferences":[{"kind":"Foo","name":"f","controller":false},{"kind":"Bar","name":"b"}]}}`,
+		"nulls":        `{"metadata":{"name":null,"labels":null,"annotations":null,"ownerReferences":null},"spec":{"containers":[{"name":"a","resources":{"requests":null,"limits":{"cpu":null}}},null]}}`,
+		"null pod":     `null`,
+		"empty maps":   `{"metadata":{"labels":{},"annotations":{}},"spec":{"containers":[{"name":"a","resources":{"requests":{},"limits":{}}}]}}`,
+		"escapes":      `{"metadata":{"labels":{"a\"b":"c\\d\u00e9\ud83d\ude00","\u0041":"\ud800"}},"spec":{"containers":[{"name":"a\/b","resources":{"requests":{"example.com\/foo":"1"}}}]}}`,
+		"bare numbers": `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":2,"memory":1e3},"limits":{"cpu":" 1 "}}}]}}`,
+		"claims":       `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"gpu","request":"r"}]}}]}}`,
+		// Init containers (sidecars among them) and pod-level resources
+		// count in the LimitRange and pod validation checks.
+		"init containers": `{"spec":{"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"},"limits":{"memory":"1Gi"}}},{"name":"j","restartPolicy":null}],"containers":[{"name":"a","restartPolicy":"Always"}]}}`,
+		"pod-level":       `{"spec":{"resources":{"requests":{"cpu":"500m"},"limits":{"cpu":"1","memory":"1Gi"},"claims":[{"name":"c"}]},"containers":[{"name":"a"}]}}`,
+		"pod-level null":  `{"spec":{"resources":null,"initContainers":null,"containers":[{"name":"a"}]}}`,
+		"whitespace":      " {\n \"metadata\" : { \"name\" : \"x\" } ,\t\"spec\":{ \"containers\" : [ ] } } ",
+		"controller off":  `{"metadata":{"ownerReferences":[{"kind":"Foo","name":"f","controller":false},{"kind":"Bar","name":"b"}]}}`,
+		// Keys match exactly, as in the API server, not folded as
+		// encoding/json folds them.
+		"case differs": `{"metAdAtA":{"name":"x"},"metadata":{"laBels":{"a":"b"},"Name":"y"},"spec":{"Containers":[{"name":"a"}]}}`,
+		// Repeated keys: the last string wins, a later null resets a map
+		// or slice and leaves a string, repeated objects merge, repeated
+		// arrays decode into the elements already there.
+		"later null resets":       `{"metadata":{"labels":{"a":"1"},"labels":null,"name":"x","name":null,"ownerReferences":[{"kind":"K","controller":true}],"ownerReferences":null}}`,
+		"repeated objects merge":  `{"metadata":{"labels":{"a":"1"}},"metadata":{"labels":{"b":"2"},"name":"n"},"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]},"spec":{}}`,
+		"repeated arrays":         `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}},{"name":"b"}],"containers":[{"resources":{"requests":{"memory":"1Gi"}}}]}}`,
+		"shrunk then grown array": `{"spec":{"containers":[{"name":"a"},{"name":"b"}],"containers":[{}],"containers":[{},{},{}]}}`,
+		"empty array in between":  `{"spec":{"containers":[{"name":"a"},{"name":"b"}],"containers":[],"containers":[{},{}]}}`,
+		"repeated owner fields":   `{"metadata":{"ownerReferences":[{"kind":"A","controller":true,"controller":null,"kind":"B"}]}}`,
+		"repeated resource name":  `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1","cpu":"2"},"limits":{"cpu":"1","cpu":null}}}]}}`,
+		"repeated claims":         `{"spec":{"containers":[{"name":"a","resources":{"claims":[{"name":"x","request":"r"}],"claims":[{"name":"y"}]}}]}}`,
+		"repeated pod-level":      `{"spec":{"resources":{"requests":{"cpu":"1"}},"resources":{"limits":{"cpu":"2"}},"initContainers":[{"name":"i","restartPolicy":"Always"}],"initContainers":[{}]}}`,
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
-			var want corev1.Pod
-			if err := json.Unmarshal([]byte(in), &want); err != nil {
+			want, err := apiServerDecode([]byte(in))
+			if err != nil {
 				t.Fatal(err)
 			}
 			var d decoder
@@ -76,7 +119,7 @@ func TestDecoderMatchesEncodingJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := handledFields(&want); !equalPods(handledFields(got), w) {
+			if w := handledFields(want); !equalPods(handledFields(got), w) {
 				gj, _ := json.Marshal(handledFields(got))
 				wj, _ := json.Marshal(w)
 				t.Errorf("decoded\n%s\nwant\n%s", gj, wj)
@@ -93,9 +136,19 @@ func TestDecoderErrors(t *testing.T) {
 		"bad quantity":      `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"lots"}}}]}}`,
 		"containers object": `{"spec":{"containers":{}}}`,
 		"pod is a string":   `"pod"`,
+		// resource.Quantity parses the text between the quotes as it
+		// stands, escapes included.
+		"escaped digit":         `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"\u0031"}}}]}}`,
+		"escaped suffix":        `{"spec":{"containers":[{"name":"a","resources":{"limits":{"memory":"1G\u0069"}}}]}}`,
+		"escaped slash":         `{"spec":{"containers":[{"name":"a","resources":{"limits":{"memory":"1\/"}}}]}}`,
+		"empty quantity":        `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":""}}}]}}`,
+		"quantity is an object": `{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":{}}}}]}}`,
 	}
 	for name, in := range tests {
 		t.Run(name, func(t *testing.T) {
+			if _, err := apiServerDecode([]byte(in)); err == nil {
+				t.Fatalf("the API server decodes %s", in)
+			}
 			var d decoder
 			if _, err := d.decode([]byte(in)); err == nil {
 				t.Errorf("no error for %s", in)
@@ -104,25 +157,64 @@ func TestDecoderErrors(t *testing.T) {
 	}
 }
 
-// FuzzDecoder checks that the decoder never panics and, where encoding/json
-// decodes a pod, agrees with it on the fields the handler reads.
+// FuzzDecoder checks that the decoder never panics and, wherever the API
+// server's decoder (sigs.k8s.io/json into a corev1.Pod) decodes a pod, decodes
+// it too and agrees on the fields the handler reads.
 func FuzzDecoder(f *testing.F) {
 	f.Add(`{"metadata":{"name":"a","labels":{"a":"b"},"ownerReferences":[{"kind":"ReplicaSet","name":"r","controller":true}]},"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1"}}}]}}`)
 	f.Add(`{"metadata":{"labels":{"a\u00e9":"\ud800x"}}}`)
+	f.Add(`{"metadata":{"labels":{"a":"1"},"labels":null},"spec":{"containers":[{"name":"a"},{"name":"b"}],"containers":[{}],"containers":[{},{}]}}`)
+	f.Add(`{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1\u0030"},"limits":{"cpu":" 2 "}}}]}}`)
+	f.Add(`{"metadata":{"ownerReferences":[{"kind":"A","controller":true}],"ownerReferences":[{"controller":null}]}}`)
+	f.Add(`{"spec":{"resources":{"requests":{"cpu":"500m"}},"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"}}}],"containers":[{"name":"a"}]}}`)
 	var d decoder
 	f.Fuzz(func(t *testing.T, in string) {
 		// Input taken as valid without checking must not panic either.
 		_, _ = d.decodeChecked([]byte(in), true)
 		got, err := d.decode([]byte(in))
-		var want corev1.Pod
-		werr := json.Unmarshal([]byte(in), &want)
-		if err != nil || werr != nil {
+		want, werr := apiServerDecode([]byte(in))
+		if werr != nil {
 			return
 		}
-		if w := handledFields(&want); !equalPods(handledFields(got), w) {
-			t.Errorf("decoder disagrees with encoding/json on %s", in)
+		var tooMany *TooManyContainersError
+		if errors.As(err, &tooMany) && len(want.Spec.Containers) > MaxContainers {
+			return
+		}
+		if err != nil {
+			t.Fatalf("the API server decodes %s, the decoder fails: %v", in, err)
+		}
+		if w := handledFields(want); !equalPods(handledFields(got), w) {
+			gj, _ := json.Marshal(handledFields(got))
+			wj, _ := json.Marshal(w)
+			t.Errorf("decoder disagrees with the API server on %s:\n%s\nwant\n%s", in, gj, wj)
 		}
 	})
+}
+
+func TestDecoderContainerCap(t *testing.T) {
+	many := `{"spec":{"containers":[` + strings.Repeat(`{"name":"c"},`, MaxContainers) + `{"name":"last"}]}}`
+	half := strings.Repeat(`{"name":"c"},`, MaxContainers/2) + `{"name":"last"}`
+	tests := map[string]string{
+		"containers and init containers": `{"spec":{"initContainers":[` + half + `],"containers":[` + half + `]}}`,
+		"one array":                      many,
+		"after a repeated key":           `{"metadata":{},"metadata":{},` + many[1:],
+		"in a later repeated spec":       `{"spec":{},` + many[1:],
+	}
+	for name, in := range tests {
+		t.Run(name, func(t *testing.T) {
+			var d decoder
+			_, err := d.decode([]byte(in))
+			var tooMany *TooManyContainersError
+			if !errors.As(err, &tooMany) {
+				t.Fatalf("error %v, want a TooManyContainersError", err)
+			}
+		})
+	}
+	var d decoder
+	p, err := d.decode([]byte(`{"spec":{"containers":[` + strings.Repeat(`{"name":"c"},`, MaxContainers-1) + `{"name":"last"}]}}`))
+	if err != nil || len(p.Spec.Containers) != MaxContainers {
+		t.Fatalf("pod of %d containers: %v", MaxContainers, err)
+	}
 }
 
 // TestDecoderTrustedInvalidJSON feeds invalid JSON as if it had been

@@ -2,6 +2,7 @@ package pod
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -103,9 +104,13 @@ func (h *Handler) AdmitRequest(ctx context.Context, req *review.Request, dst []b
 // only when the pod does not name its own, as bytes.
 func (h *Handler) admitJSON(ctx context.Context, raw []byte, valid bool, namespace string, namespaceBytes []byte, dst []byte) (Result, error) {
 	st := h.state()
-	defer h.states.Put(st)
+	defer h.putState(st)
 	pod, err := st.dec.decodeChecked(raw, valid)
 	if err != nil {
+		var tooMany *TooManyContainersError
+		if errors.As(err, &tooMany) {
+			return Result{Warnings: []string{"VPA admission controller: " + tooMany.Error() + "; not patched"}}, nil
+		}
 		return Result{}, &DecodeError{Err: err}
 	}
 	if pod.Namespace == "" && namespace == "" {
@@ -121,12 +126,20 @@ func (h *Handler) state() *state {
 	return &state{}
 }
 
+// putState keeps st for the next review unless a large pod grew it: a pool
+// that keeps large states keeps their memory for as long as reviews come.
+func (h *Handler) putState(st *state) {
+	if st.dec.small() && st.scratch.small() {
+		h.states.Put(st)
+	}
+}
+
 // Admit computes the patch for a pod being created in namespace (the
 // request's namespace; pods often arrive without metadata.namespace),
 // appending it to dst.
 func (h *Handler) Admit(ctx context.Context, pod *corev1.Pod, namespace string, dst []byte) (Result, error) {
 	st := h.state()
-	defer h.states.Put(st)
+	defer h.putState(st)
 	return h.admit(ctx, pod, namespace, dst, &st.scratch)
 }
 
@@ -147,6 +160,9 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 	}
 	start := len(dst)
 	dst, applied, plan, err := appendPatch(dst, pod, vpa, lr, sc)
+	if errors.Is(err, errPatchTooLarge) {
+		return Result{VPA: vpa, Warnings: []string{fmt.Sprintf("VPA %s: the patch would be larger than %d bytes, more than the API server can apply to a pod it can store; not patched", vpa.Name, MaxPatchBytes)}}, nil
+	}
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
@@ -193,6 +209,13 @@ func AppendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 	return b, applied, err
 }
 
+// MaxPatchBytes bounds the JSON Patch for one pod: the API server stores
+// objects up to 1.5 MiB (etcd's default request limit), and a pod that needs a
+// larger patch than 1 MiB is far past any pod it stores.
+const MaxPatchBytes = 1 << 20
+
+var errPatchTooLarge = errors.New("patch too large")
+
 // scratch is reusable working memory for appendPatch.
 type scratch struct {
 	path    []byte // the JSON Pointer being built
@@ -200,6 +223,12 @@ type scratch struct {
 	orig    []byte // the original-resources value being built
 	patched []int  // indexes of patched containers
 	names   []corev1.ResourceName
+}
+
+// small reports whether sc is small enough to be kept for reuse.
+func (sc *scratch) small() bool {
+	const max = 64 << 10
+	return cap(sc.path) <= max && cap(sc.updates) <= max && cap(sc.orig) <= max && cap(sc.patched) <= maxPooled && cap(sc.names) <= maxPooled
 }
 
 // patchWriter appends "add" operations to a JSON array.
@@ -244,7 +273,9 @@ var (
 )
 
 func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, *recommendation.Plan, error) {
+	start := len(dst)
 	w := patchWriter{buf: dst}
+	tooLarge := func() bool { return len(w.buf)-start+len(sc.updates)+len(sc.path) > MaxPatchBytes }
 	if pod.Annotations == nil {
 		w.addEmptyObject(annotationsPath)
 	}
@@ -279,6 +310,9 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 		items = addResources(&w, sc, "/requests", c.Resources.Requests, r.Requests, " request", items)
 		addResources(&w, sc, "/limits", c.Resources.Limits, r.Limits, " limit", items)
 		sc.patched = append(sc.patched, i)
+		if tooLarge() {
+			return dst, false, &plan, errPatchTooLarge
+		}
 	}
 	if len(sc.patched) > 0 {
 		w.addString(updatesPath, sc.updates)
@@ -286,13 +320,20 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 		w.addString(originalResourcesPath, sc.orig)
 	}
 	sc.path = sc.path[:0]
+	sc.updates = sc.updates[:0]
 	for i := range pod.Spec.Containers {
 		if i > 0 {
 			sc.path = append(sc.path, ", "...)
 		}
 		sc.path = append(sc.path, pod.Spec.Containers[i].Name...)
+		if tooLarge() {
+			return dst, false, &plan, errPatchTooLarge
+		}
 	}
 	w.addString(observedContainersPath, sc.path)
+	if tooLarge() {
+		return dst, false, &plan, errPatchTooLarge
+	}
 	w.buf = append(w.buf, ']')
 	return w.buf, len(sc.patched) > 0, &plan, nil
 }

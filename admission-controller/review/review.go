@@ -43,6 +43,9 @@ type Decoder struct {
 	r jsonread.Reader
 }
 
+// Scratch is the capacity of the scratch space the decoder keeps.
+func (d *Decoder) Scratch() int { return d.r.ScratchCap() }
+
 var envelopeKeys = [][]byte{[]byte("apiVersion"), []byte("kind"), []byte("request"), []byte("response")}
 
 var requestKeys = [][]byte{

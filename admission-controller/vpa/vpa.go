@@ -77,7 +77,7 @@ func (v *Validator) Admit(vpa, old *vpav1.VerticalPodAutoscaler) Result {
 		}
 	}
 	if s.StartupBoost != nil {
-		v.validateStartupBoost(s.StartupBoost, old, spec.Child("startupBoost"), &res)
+		v.validateStartupBoost(s.StartupBoost, old != nil && old.Spec.StartupBoost != nil, spec.Child("startupBoost"), &res)
 	}
 	if len(s.Recommenders) > 1 {
 		res.Errors = append(res.Errors, field.TooMany(spec.Child("recommenders"), len(s.Recommenders), 1))
@@ -157,7 +157,7 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.MinAllowed)) {
 		q := p.MinAllowed[name]
-		if err := checkResolution(name, q); err != "" {
+		if err := checkQuantity(name, q); err != "" {
 			res.Errors = append(res.Errors, field.Invalid(path.Child("minAllowed").Key(string(name)), q.String(), err))
 			continue
 		}
@@ -166,7 +166,7 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.MaxAllowed)) {
-		if err := checkResolution(name, p.MaxAllowed[name]); err != "" {
+		if err := checkQuantity(name, p.MaxAllowed[name]); err != "" {
 			q := p.MaxAllowed[name]
 			res.Errors = append(res.Errors, field.Invalid(path.Child("maxAllowed").Key(string(name)), q.String(), err))
 		}
@@ -222,12 +222,15 @@ func (v *Validator) validateContainerPolicy(p *vpav1.ContainerResourcePolicy, ol
 		return ""
 	})
 	if p.StartupBoost != nil {
-		v.validateStartupBoost(p.StartupBoost, old, path.Child("startupBoost"), res)
+		// A container's boost is new unless that container had one: a
+		// pod-level boost in the old object does not let one in.
+		v.validateStartupBoost(p.StartupBoost, prev != nil && prev.StartupBoost != nil, path.Child("startupBoost"), res)
 	}
 }
 
-func (v *Validator) validateStartupBoost(b *vpav1.StartupBoost, old *vpav1.VerticalPodAutoscaler, path *field.Path, res *Result) {
-	oldUsed := old != nil && old.Spec.StartupBoost != nil
+// validateStartupBoost checks a pod-level or container-level boost; oldUsed
+// says whether the old object had one at the same place.
+func (v *Validator) validateStartupBoost(b *vpav1.StartupBoost, oldUsed bool, path *field.Path, res *Result) {
 	if !v.enabled(features.CPUStartupBoost, oldUsed) {
 		res.Errors = append(res.Errors, field.Forbidden(path, "requires the CPUStartupBoost feature gate"))
 		return
@@ -248,7 +251,7 @@ func (v *Validator) validateStartupBoost(b *vpav1.StartupBoost, old *vpav1.Verti
 	case vpav1.QuantityStartupBoostType:
 		if b.CPU.Quantity == nil {
 			res.Errors = append(res.Errors, field.Required(cpu.Child("quantity"), "quantity is required when type is Quantity"))
-		} else if msg := checkResolution(corev1.ResourceCPU, *b.CPU.Quantity); msg != "" {
+		} else if msg := checkQuantity(corev1.ResourceCPU, *b.CPU.Quantity); msg != "" {
 			res.Errors = append(res.Errors, field.Invalid(cpu.Child("quantity"), b.CPU.Quantity.String(), msg))
 		}
 	default:
@@ -256,8 +259,13 @@ func (v *Validator) validateStartupBoost(b *vpav1.StartupBoost, old *vpav1.Verti
 	}
 }
 
-// checkResolution requires whole millicores for cpu and whole bytes for memory.
-func checkResolution(name corev1.ResourceName, q resource.Quantity) string {
+// checkQuantity requires a quantity that is not negative, in whole
+// millicores for cpu and whole bytes for memory: every pod of a workload
+// patched to a negative request would be refused by the API server.
+func checkQuantity(name corev1.ResourceName, q resource.Quantity) string {
+	if q.Sign() < 0 {
+		return "must not be negative"
+	}
 	switch name {
 	case corev1.ResourceCPU:
 		if _, ok := q.AsScale(resource.Milli); !ok {

@@ -99,6 +99,46 @@ func TestAdmit(t *testing.T) {
 		"startupBoost unknown type": {vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
 			v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: "Double"}}
 		}), gates: "CPUStartupBoost=true", wantErr: "spec.startupBoost.cpu.type: Unsupported value"},
+		"negative maxAllowed": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: corev1.ResourceList{"cpu": q("-1"), "memory": q("-1Gi")}})),
+			wantErr: `maxAllowed[cpu]: Invalid value: "-1": must not be negative`},
+		"negative maxAllowed memory": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: corev1.ResourceList{"memory": q("-1Gi")}})),
+			wantErr: `maxAllowed[memory]: Invalid value: "-1Gi": must not be negative`},
+		"negative minAllowed": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: corev1.ResourceList{"memory": q("-5")}})),
+			wantErr: `minAllowed[memory]: Invalid value: "-5": must not be negative`},
+		"negative extended resource": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: corev1.ResourceList{"example.com/gpu": q("-1")}})),
+			wantErr: `must not be negative`},
+		"zero maxAllowed is fine": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: corev1.ResourceList{"cpu": q("0")}}))},
+		"startupBoost negative quantity": {vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
+			v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.QuantityStartupBoostType, Quantity: ptr(q("-500m"))}}
+		}), gates: "CPUStartupBoost=true", wantErr: `spec.startupBoost.cpu.quantity: Invalid value: "-500m": must not be negative`},
+		"container startupBoost negative quantity": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a",
+			StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.QuantityStartupBoostType, Quantity: ptr(q("-1"))}}})),
+			gates: "CPUStartupBoost=true", wantErr: `containerPolicies[0].startupBoost.cpu.quantity: Invalid value: "-1": must not be negative`},
+		"container startupBoost added over a pod-level one without gate": {
+			vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(2))}}
+				policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})(v)
+			}),
+			old: with(func(v *vpav1.VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(2))}}
+			}),
+			wantErr: "spec.resourcePolicy.containerPolicies[0].startupBoost: Forbidden"},
+		"pod startupBoost added over a container-level one without gate": {
+			vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(2))}}
+				policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})(v)
+			}),
+			old:     with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})),
+			wantErr: "spec.startupBoost: Forbidden"},
+		"both startupBoosts kept on update without gate": {
+			vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(4))}}
+				policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(5))}}})(v)
+			}),
+			old: with(func(v *vpav1.VerticalPodAutoscaler) {
+				v.Spec.StartupBoost = &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(2))}}
+				policy(vpav1.ContainerResourcePolicy{ContainerName: "a", StartupBoost: &vpav1.StartupBoost{CPU: &vpav1.GenericStartupBoost{Type: vpav1.FactorStartupBoostType, Factor: ptr(int32(3))}}})(v)
+			})},
 		"two recommenders": {vpa: with(func(v *vpav1.VerticalPodAutoscaler) {
 			v.Spec.Recommenders = []*vpav1.VerticalPodAutoscalerRecommenderSelector{{Name: "a"}, {Name: "b"}}
 		}), wantErr: "spec.recommenders: Too many: 2: must have at most 1 item"},

@@ -8,14 +8,19 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	sigsjson "sigs.k8s.io/json"
 
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/review"
@@ -51,11 +56,31 @@ type Server struct {
 	activity func()
 	// states holds *serveState.
 	states sync.Pool
+	// decodeLog samples the log lines about pods that cannot be decoded.
+	decodeLog *sampledLog
 }
 
 // NewServer returns a Server. metrics may be nil.
 func NewServer(pods PodAdmitter, vpas VPAAdmitter, metrics *Metrics, activity func()) *Server {
-	return &Server{pods: pods, vpas: vpas, metrics: metrics, activity: activity}
+	return &Server{pods: pods, vpas: vpas, metrics: metrics, activity: activity,
+		decodeLog: newSampledLog(clock.RealClock{}, DecodeLogInterval)}
+}
+
+// WithClock makes s time its log sampling with c and returns it.
+func (s *Server) WithClock(c clock.PassiveClock) *Server {
+	s.decodeLog = newSampledLog(c, DecodeLogInterval)
+	return s
+}
+
+// maxWarning bounds a warning that quotes the request (a decoding error can
+// name a key of any length).
+const maxWarning = 512
+
+func truncate(s string) string {
+	if len(s) <= maxWarning {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxWarning], "") + "..."
 }
 
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
@@ -90,7 +115,7 @@ func (s *Server) getState() *serveState {
 }
 
 func (s *Server) putState(st *serveState) {
-	if cap(st.body) > maxPooledBuffer || cap(st.out) > maxPooledBuffer || cap(st.patch) > maxPooledBuffer {
+	if cap(st.body) > maxPooledBuffer || cap(st.out) > maxPooledBuffer || cap(st.patch) > maxPooledBuffer || st.dec.Scratch() > maxPooledBuffer {
 		return
 	}
 	st.req = review.Request{}
@@ -110,27 +135,39 @@ func jsonContentType(ct string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// readBody reads r into buf (reusing its capacity), sized from the content
-// length when the client sent one.
-func readBody(r io.Reader, buf []byte, contentLength int64) ([]byte, error) {
+// minBodyBuffer is the buffer a body is first read into; it grows (doubling)
+// only as bytes arrive, never from the Content-Length a client announces, so
+// a slow client that announces a large body holds a small buffer.
+const minBodyBuffer = 4096
+
+// errBodyTooLarge is returned by readBody for a body over MaxBodyBytes.
+var errBodyTooLarge = errors.New("request body too large")
+
+// readBody reads r into buf (reusing its capacity) up to MaxBodyBytes.
+func readBody(r io.Reader, buf []byte) ([]byte, error) {
 	buf = buf[:0]
-	if contentLength > 0 && contentLength <= MaxBodyBytes && int64(cap(buf)) < contentLength+1 {
-		buf = make([]byte, 0, contentLength+1)
-	}
-	if cap(buf) < 512 {
-		buf = make([]byte, 0, 4096)
+	if cap(buf) < minBodyBuffer {
+		buf = make([]byte, 0, minBodyBuffer)
 	}
 	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > MaxBodyBytes {
+				return buf, errBodyTooLarge
+			}
+			// One byte past the limit tells a body of exactly
+			// MaxBodyBytes from a longer one.
+			buf = slices.Grow(buf, min(cap(buf), MaxBodyBytes+1-len(buf)))
+		}
 		n, err := r.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
+		if len(buf) > MaxBodyBytes {
+			return buf, errBodyTooLarge
+		}
 		if err == io.EOF {
 			return buf, nil
 		}
 		if err != nil {
 			return buf, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
 		}
 	}
 }
@@ -156,17 +193,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.getState()
 	defer s.putState(st)
-	// A body of known length is limited by the server already; only one
-	// of unknown length needs the MaxBytesReader.
-	var src io.Reader = r.Body
-	if r.ContentLength < 0 {
-		src = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
-	}
-	body, err := readBody(src, st.body, r.ContentLength)
+	body, err := readBody(r.Body, st.body)
 	st.body = body
 	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		if errors.Is(err, errBodyTooLarge) {
 			httpError(w, http.StatusRequestEntityTooLarge, "request body larger than %d bytes", MaxBodyBytes)
 			return
 		}
@@ -254,13 +284,16 @@ func (s *Server) admitPod(ctx context.Context, req *review.Request, st *serveSta
 		var decodeErr *pod.DecodeError
 		if errors.As(err, &decodeErr) {
 			// Never deny a pod: admit it unchanged.
-			klog.FromContext(ctx).Error(decodeErr.Err, "Cannot decode the pod; admitting it unchanged", "namespace", string(req.Namespace))
-			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{"VPA admission controller could not decode the pod: " + decodeErr.Err.Error()}}, statusError
+			s.decodeLog.Error(klog.FromContext(ctx), errors.New(truncate(decodeErr.Err.Error())), "Cannot decode the pod; admitting it unchanged", "namespace", truncate(string(req.Namespace)))
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: []string{truncate("VPA admission controller could not decode the pod: " + decodeErr.Err.Error())}}, statusError
 		}
 		klog.FromContext(ctx).Error(err, "Cannot compute the pod patch; admitting it unchanged")
 		return nil, statusError
 	}
 	if len(res.Patch) == 0 {
+		if len(res.Warnings) > 0 {
+			return &admissionv1.AdmissionResponse{Allowed: true, Warnings: res.Warnings}, statusSkipped
+		}
 		return nil, statusSkipped
 	}
 	st.patch = res.Patch
@@ -281,23 +314,25 @@ func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, 
 		return &admissionv1.AdmissionResponse{Allowed: true}, statusSkipped
 	}
 	var v vpav1.VerticalPodAutoscaler
-	if err := json.Unmarshal(req.Object, &v); err != nil {
+	// Decoded as the API server decodes: keys match exactly.
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.Object, &v); err != nil {
 		return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the VerticalPodAutoscaler: "+err.Error()), statusError
 	}
 	var old *vpav1.VerticalPodAutoscaler
 	if op == admissionv1.Update {
 		old = &vpav1.VerticalPodAutoscaler{}
-		if err := json.Unmarshal(req.OldObject, old); err != nil {
+		if err := sigsjson.UnmarshalCaseSensitivePreserveInts(req.OldObject, old); err != nil {
 			return deny(http.StatusBadRequest, metav1.StatusReasonBadRequest, "cannot decode the stored VerticalPodAutoscaler: "+err.Error()), statusError
 		}
 	}
 	res := s.vpas.Admit(&v, old)
+	warnings := boundedWarnings(res.Warnings)
 	if len(res.Errors) > 0 {
-		resp := deny(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, res.Errors.ToAggregate().Error())
-		resp.Warnings = res.Warnings
+		resp := deny(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, denialMessage(res.Errors))
+		resp.Warnings = warnings
 		return resp, statusError
 	}
-	resp := &admissionv1.AdmissionResponse{Allowed: true, Warnings: res.Warnings}
+	resp := &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
 	if len(res.Patch) == 0 {
 		return resp, statusSkipped
 	}
@@ -308,6 +343,43 @@ func (s *Server) admitVPA(req *review.Request) (*admissionv1.AdmissionResponse, 
 	resp.Patch = raw
 	resp.PatchType = &jsonPatch
 	return resp, statusApplied
+}
+
+// maxListed bounds the errors and warnings a response lists: a VPA of a
+// hundred thousand invalid container policies gets a short answer.
+const maxListed = 20
+
+// denialMessage lists the first errors, each bounded, and counts the rest.
+func denialMessage(errs field.ErrorList) string {
+	shown := errs
+	if len(shown) > maxListed {
+		shown = shown[:maxListed]
+	}
+	msgs := make([]string, 0, len(shown)+1)
+	for _, e := range shown {
+		msgs = append(msgs, truncate(e.Error()))
+	}
+	if n := len(errs) - len(shown); n > 0 {
+		msgs = append(msgs, fmt.Sprintf("and %d more errors", n))
+	}
+	if len(msgs) == 1 {
+		return msgs[0]
+	}
+	return "[" + strings.Join(msgs, ", ") + "]"
+}
+
+func boundedWarnings(ws []string) []string {
+	if len(ws) <= maxListed && !slices.ContainsFunc(ws, func(w string) bool { return len(w) > maxWarning }) {
+		return ws
+	}
+	out := make([]string, 0, maxListed+1)
+	for _, w := range ws[:min(len(ws), maxListed)] {
+		out = append(out, truncate(w))
+	}
+	if n := len(ws) - maxListed; n > 0 {
+		out = append(out, fmt.Sprintf("and %d more warnings", n))
+	}
+	return out
 }
 
 func deny(code int32, reason metav1.StatusReason, msg string) *admissionv1.AdmissionResponse {

@@ -433,7 +433,7 @@ func capContainer(c *corev1.Container, l *resourceList, cp *vpav1.ContainerResou
 			if limit == nil || limit.IsZero() {
 				continue
 			}
-			if q := l.m[name]; q.MilliValue() > limit.MilliValue() {
+			if q := l.m[name]; compareUnits(q, *limit) > 0 {
 				l.set(name, limit.DeepCopy())
 				notes = append(notes, fmt.Sprintf("%s %s", name, NoteContainerLimit))
 			}

@@ -18,13 +18,87 @@ const (
 	roundUp
 )
 
+// exactBelow bounds the magnitude (in whole units) under which a quantity's
+// MilliValue and Value are exact: past it they overflow int64, and a limit of
+// 1e100000 would read as some arbitrary number, 0 included.
+const exactBelow = 1e15
+
+// fitsMilli reports whether q.MilliValue() is exact.
+func fitsMilli(q resource.Quantity) bool {
+	return math.Abs(q.AsApproximateFloat64()) < exactBelow
+}
+
 // units returns q in the unit a resource is scaled in: millicores for cpu,
-// whole units (bytes) for everything else.
-func units(name corev1.ResourceName, q resource.Quantity) int64 {
-	if name == corev1.ResourceCPU {
-		return q.MilliValue()
+// whole units (bytes) for everything else, rounded up as Quantity's
+// ScaledValue rounds. ok is false when that does not fit an int64; use
+// bigUnits then.
+func units(name corev1.ResourceName, q resource.Quantity) (v int64, ok bool) {
+	if !fitsMilli(q) {
+		return 0, false
 	}
-	return q.Value()
+	if name == corev1.ResourceCPU {
+		return q.MilliValue(), true
+	}
+	return q.Value(), true
+}
+
+// maxExponent bounds the power of ten bigUnits computes: a quantity can be
+// written with an exponent in the millions, and nothing that large is a
+// resource amount; past it the value is taken as ±10^maxExponent units.
+const maxExponent = 1000
+
+// bigUnits is units for quantities of any size.
+func bigUnits(name corev1.ResourceName, q resource.Quantity) *big.Int {
+	d := q.AsDec()
+	v := new(big.Int).Set(d.UnscaledBig())
+	exp := -int64(d.Scale())
+	if name == corev1.ResourceCPU {
+		exp += 3
+	}
+	if v.Sign() == 0 {
+		return v
+	}
+	switch {
+	case exp > maxExponent:
+		return v.Mul(big.NewInt(int64(v.Sign())), pow10(maxExponent))
+	case exp >= 0:
+		return v.Mul(v, pow10(exp))
+	case exp < -maxExponent:
+		// Less than one unit: rounds up to one, or to zero if negative.
+		if v.Sign() > 0 {
+			return v.SetInt64(1)
+		}
+		return v.SetInt64(0)
+	}
+	// Round up (towards positive infinity), as ScaledValue does.
+	den := pow10(-exp)
+	var m big.Int
+	v.DivMod(v, den, &m) // Euclidean: the remainder is never negative
+	if m.Sign() != 0 {
+		v.Add(v, big.NewInt(1))
+	}
+	return v
+}
+
+func pow10(n int64) *big.Int {
+	return new(big.Int).Exp(big.NewInt(10), big.NewInt(n), nil)
+}
+
+// compareUnits compares a and b in the resource's units (MilliValue for
+// every resource, as the capping code compares them), exactly for
+// quantities of any size.
+func compareUnits(a, b resource.Quantity) int {
+	if fitsMilli(a) && fitsMilli(b) {
+		x, y := a.MilliValue(), b.MilliValue()
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	}
+	return bigUnits(corev1.ResourceCPU, a).Cmp(bigUnits(corev1.ResourceCPU, b))
 }
 
 func fromUnits(name corev1.ResourceName, v int64, format resource.Format) resource.Quantity {
@@ -36,14 +110,19 @@ func fromUnits(name corev1.ResourceName, v int64, format resource.Format) resour
 
 // scale returns q*to/from in the resource's units, with big-integer
 // arithmetic. ok is false when the result does not fit an int64; the result is
-// then MaxInt64 units. A zero from returns to unchanged (there is no ratio to
-// keep).
+// then MaxInt64 units. A zero from returns to
+// unchanged (there is no ratio to keep). Quantities past int64 in the
+// resource's units (a limit of 1e100000) are scaled exactly too.
 func scale(name corev1.ResourceName, q, from, to resource.Quantity, r rounding) (resource.Quantity, bool) {
-	f := units(name, from)
+	f, fok := units(name, from)
+	a, aok := units(name, q)
+	b, bok := units(name, to)
+	if !fok || !aok || !bok {
+		return scaleBig(name, q, from, to, r)
+	}
 	if f == 0 {
 		return to.DeepCopy(), true
 	}
-	a, b := units(name, q), units(name, to)
 	if hi, lo := bits.Mul64(abs(a), abs(b)); hi == 0 && lo <= math.MaxInt64 && f != -1 {
 		// The product fits an int64: the same truncated division as
 		// big.Int.QuoRem below, without allocating.
@@ -54,9 +133,16 @@ func scale(name corev1.ResourceName, q, from, to resource.Quantity, r rounding) 
 		}
 		return fromUnits(name, quo, q.Format), true
 	}
+	return scaleBig(name, q, from, to, r)
+}
+
+func scaleBig(name corev1.ResourceName, q, from, to resource.Quantity, r rounding) (resource.Quantity, bool) {
+	den := bigUnits(name, from)
+	if den.Sign() == 0 {
+		return to.DeepCopy(), true
+	}
 	var num big.Int
-	num.Mul(big.NewInt(units(name, q)), big.NewInt(units(name, to)))
-	den := big.NewInt(f)
+	num.Mul(bigUnits(name, q), bigUnits(name, to))
 	var quo, rem big.Int
 	quo.QuoRem(&num, den, &rem)
 	if r == roundUp && rem.Sign() != 0 && (rem.Sign() > 0) == (den.Sign() > 0) {
@@ -66,6 +152,16 @@ func scale(name corev1.ResourceName, q, from, to resource.Quantity, r rounding) 
 		return fromUnits(name, math.MaxInt64, q.Format), false
 	}
 	return fromUnits(name, quo.Int64(), q.Format), true
+}
+
+// sameUnits reports whether a and b are equal in the resource's units.
+func sameUnits(name corev1.ResourceName, a, b resource.Quantity) bool {
+	x, xok := units(name, a)
+	y, yok := units(name, b)
+	if xok && yok {
+		return x == y
+	}
+	return bigUnits(name, a).Cmp(bigUnits(name, b)) == 0
 }
 
 // ProportionalLimit returns the limit that keeps the original limit:request
@@ -80,7 +176,7 @@ func ProportionalLimit(name corev1.ResourceName, originalLimit, originalRequest,
 	if originalLimit == nil || originalLimit.IsZero() || newRequest == nil || newRequest.IsZero() {
 		return resource.Quantity{}, false, ""
 	}
-	if originalRequest == nil || originalRequest.IsZero() || units(name, *originalRequest) == units(name, *originalLimit) {
+	if originalRequest == nil || originalRequest.IsZero() || sameUnits(name, *originalRequest, *originalLimit) {
 		return newRequest.DeepCopy(), true, ""
 	}
 	l, fits := scale(name, *originalLimit, *originalRequest, *newRequest, roundDown)

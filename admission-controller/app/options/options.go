@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/component-base/featuregate"
 
+	"github.com/openvpa/openvpa/admission-controller/webhook"
 	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -21,16 +22,26 @@ import (
 
 // Options are the admission controller's settings.
 type Options struct {
-	ClientCAFile   string
-	TLSCertFile    string
-	TLSPrivateKey  string
-	ReloadCert     bool
-	TLSCiphers     string
-	MinTLSVersion  string
-	Port           int
-	Address        string
-	Profiling      bool
-	WebhookService string
+	ClientCAFile string
+	// TLSClientCAFile, when set, makes the webhook require client
+	// certificates signed by its CAs (unlike ClientCAFile, upstream's CA
+	// bundle registered with the webhook).
+	TLSClientCAFile string
+	TLSCertFile     string
+	TLSPrivateKey   string
+	ReloadCert      bool
+	TLSCiphers      string
+	MinTLSVersion   string
+	Port            int
+	Address         string
+	Profiling       bool
+	WebhookService  string
+
+	// ReadTimeout, WriteTimeout and IdleTimeout bound what one client can
+	// hold of the webhook server (webhook.HTTPOptions).
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
 
 	RegisterWebhook          bool
 	RegisterByURL            bool
@@ -76,6 +87,9 @@ func NewOptions() *Options {
 		Port:                      8000,
 		Address:                   ":8944",
 		WebhookService:            "vpa-webhook",
+		ReadTimeout:               webhook.DefaultReadTimeout,
+		WriteTimeout:              webhook.DefaultWriteTimeout,
+		IdleTimeout:               webhook.DefaultIdleTimeout,
 		RegisterWebhook:           true,
 		WebhookTimeoutSeconds:     30,
 		WebhookConfigName:         "vpa-webhook-config",
@@ -96,6 +110,7 @@ func (o *Options) FlagSections() *component.Sections {
 	s := &component.Sections{}
 	fs := s.FlagSet("admission controller")
 	fs.StringVar(&o.ClientCAFile, "client-ca-file", o.ClientCAFile, "Path to CA PEM file.")
+	fs.StringVar(&o.TLSClientCAFile, "tls-client-ca-file", o.TLSClientCAFile, "Path to a PEM file of CAs: when set, the webhook accepts only clients with a certificate signed by one of them (the API server, given a client certificate in its AdmissionConfiguration). Empty: no client authentication.")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", o.TLSCertFile, "Path to server certificate PEM file.")
 	fs.StringVar(&o.TLSPrivateKey, "tls-private-key", o.TLSPrivateKey, "Path to server certificate key PEM file.")
 	fs.BoolVar(&o.ReloadCert, "reload-cert", o.ReloadCert, "If set to true, reload leaf and CA certificates when changed.")
@@ -104,6 +119,9 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.IntVar(&o.Port, "port", o.Port, "The port to listen on.")
 	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
+	fs.DurationVar(&o.ReadTimeout, "read-timeout", o.ReadTimeout, "Maximum time the webhook server waits for one request, headers and body (and for a TLS handshake).")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", o.WriteTimeout, "Maximum time from the end of a request's headers to the end of its response.")
+	fs.DurationVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "Maximum time a keep-alive connection to the webhook server waits for its next request.")
 	fs.StringVar(&o.WebhookService, "webhook-service", o.WebhookService, "Kubernetes service under which webhook is registered. Used when registerByURL is set to false.")
 	fs.BoolVar(&o.RegisterWebhook, "register-webhook", o.RegisterWebhook, "If set to true, admission webhook object will be created on start up to register with the API server.")
 	fs.BoolVar(&o.RegisterByURL, "register-by-url", o.RegisterByURL, "If set to true, admission webhook will be registered by URL (webhookAddress:webhookPort) instead of by service name")
@@ -141,6 +159,14 @@ func (o *Options) Validate() []error {
 	}
 	if o.Port <= 0 || o.Port > 65535 {
 		errs = append(errs, fmt.Errorf("--port must be in 1..65535, got %d", o.Port))
+	}
+	for _, d := range []struct {
+		name  string
+		value time.Duration
+	}{{"read-timeout", o.ReadTimeout}, {"write-timeout", o.WriteTimeout}, {"idle-timeout", o.IdleTimeout}} {
+		if d.value <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive, got %v", d.name, d.value))
+		}
 	}
 	if o.WebhookTimeoutSeconds < 1 || o.WebhookTimeoutSeconds > 30 {
 		errs = append(errs, fmt.Errorf("--webhook-timeout-seconds must be in 1..30, got %d", o.WebhookTimeoutSeconds))
@@ -187,6 +213,16 @@ func (o *Options) LeaseNamespace() string {
 		return o.StatusLeaseNamespace
 	}
 	return o.Namespace
+}
+
+// TLSOptions are the webhook server's TLS settings.
+func (o *Options) TLSOptions() webhook.TLSOptions {
+	return webhook.TLSOptions{MinVersion: o.MinTLSVersion, Ciphers: o.TLSCiphers, ClientCAFile: o.TLSClientCAFile}
+}
+
+// HTTPOptions are the webhook server's timeouts.
+func (o *Options) HTTPOptions() webhook.HTTPOptions {
+	return webhook.HTTPOptions{ReadTimeout: o.ReadTimeout, ReadHeaderTimeout: min(o.ReadTimeout, webhook.DefaultReadHeaderTimeout), WriteTimeout: o.WriteTimeout, IdleTimeout: o.IdleTimeout}
 }
 
 // WebhookURL is the URL registered with --register-by-url.

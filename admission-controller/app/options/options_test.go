@@ -14,6 +14,7 @@ func TestDefaults(t *testing.T) {
 	o.AddFlags(fs)
 	want := map[string]string{
 		"client-ca-file":                "/etc/tls-certs/caCert.pem",
+		"tls-client-ca-file":            "",
 		"tls-cert-file":                 "/etc/tls-certs/serverCert.pem",
 		"tls-private-key":               "/etc/tls-certs/serverKey.pem",
 		"reload-cert":                   "false",
@@ -22,6 +23,9 @@ func TestDefaults(t *testing.T) {
 		"port":                          "8000",
 		"address":                       ":8944",
 		"webhook-service":               "vpa-webhook",
+		"read-timeout":                  "10s",
+		"write-timeout":                 "30s",
+		"idle-timeout":                  "2m0s",
 		"register-webhook":              "true",
 		"register-by-url":               "false",
 		"webhook-address":               "",
@@ -70,6 +74,9 @@ func TestValidate(t *testing.T) {
 		"both namespace flags": {args: []string{"--vpa-object-namespace=a", "--ignored-vpa-object-namespaces=b"}, wantErr: "mutually exclusive"},
 		"bad boost":            {args: []string{"--max-allowed-cpu-boost=lots"}, wantErr: "--max-allowed-cpu-boost"},
 		"zero lease interval":  {args: []string{"--status-lease-update-interval=0s"}, wantErr: "--status-lease-update-interval"},
+		"zero read timeout":    {args: []string{"--read-timeout=0s"}, wantErr: "--read-timeout"},
+		"negative write":       {args: []string{"--write-timeout=-1s"}, wantErr: "--write-timeout"},
+		"zero idle timeout":    {args: []string{"--idle-timeout=0s"}, wantErr: "--idle-timeout"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -102,6 +109,10 @@ func TestWebhookURLAndLabels(t *testing.T) {
 	l, err := o.Labels()
 	if err != nil || l["a"] != "1" || l["b"] != "2" {
 		t.Errorf("labels = %v, %v", l, err)
+	}
+	o.ReadTimeout = 2 * time.Second
+	if h := o.HTTPOptions(); h.ReadTimeout != 2*time.Second || h.ReadHeaderTimeout != 2*time.Second || h.WriteTimeout != 30*time.Second || h.IdleTimeout != 2*time.Minute {
+		t.Errorf("HTTP options %+v", h)
 	}
 	o.StatusLeaseUpdateInterval = time.Second
 	o.Namespace = "vpa"

@@ -64,6 +64,10 @@ func (r *Reader) Reset(data []byte) {
 	r.Pos = 0
 }
 
+// ScratchCap is the capacity of the scratch space kept for unescaping, for
+// callers that bound the memory they keep between documents.
+func (r *Reader) ScratchCap() int { return cap(r.scratch) }
+
 func (r *Reader) ws() {
 	for r.Pos < len(r.Data) {
 		switch r.Data[r.Pos] {
