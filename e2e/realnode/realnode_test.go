@@ -10,6 +10,8 @@ package realnode
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -242,10 +244,93 @@ func cgroupValue(t *testing.T, controller, containerID, file string) int64 {
 	return v
 }
 
+// checkpointSamples returns the largest sample count of the VPA's checkpoints and when the last
+// of them was written.
+func (e *env) checkpointSamples(t *testing.T, ns, vpa string) (int, time.Time) {
+	t.Helper()
+	l, err := e.vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, last := 0, time.Time{}
+	for _, cp := range l.Items {
+		if cp.Spec.VPAObjectName != vpa {
+			continue
+		}
+		n = max(n, cp.Status.TotalSamplesCount)
+		if cp.Status.LastUpdateTime.After(last) {
+			last = cp.Status.LastUpdateTime.Time
+		}
+	}
+	return n, last
+}
+
+// deleteLeader deletes the pod holding the Lease and waits until another candidate holds it,
+// within the lease duration and one loop interval.
+func (e *env) deleteLeader(t *testing.T, lease string) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	l, err := e.c.Client.CoordinationV1().Leases(system).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	pod, _, _ := strings.Cut(holder, "_")
+	if err := e.c.Client.CoreV1().Pods(system).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("deleting the leader %s of %s: %v", pod, lease, err)
+	}
+	deleted := time.Now()
+	framework.WaitFor(t, leaseDuration+loopInterval, func() (bool, error) {
+		l, err := e.c.Client.CoordinationV1().Leases(system).Get(ctx, lease, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		h := ptr.Deref(l.Spec.HolderIdentity, "")
+		return h != "" && h != holder, nil
+	})
+	t.Logf("%s handed over %v after its leader's pod %s was deleted", lease, time.Since(deleted).Round(100*time.Millisecond), pod)
+	return deleted
+}
+
+// leaderLoops reads a loop counter from the metrics of the pod that holds the Lease; the host
+// reaches pod addresses through the real node's veth.
+func (e *env) leaderLoops(lease string, port int, series string) (float64, error) {
+	ctx := context.Background()
+	l, err := e.c.Client.CoordinationV1().Leases(system).Get(ctx, lease, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	name, _, _ := strings.Cut(ptr.Deref(l.Spec.HolderIdentity, ""), "_")
+	pod, err := e.c.Client.CoreV1().Pods(system).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	client := http.Client{Timeout: 5 * time.Second}
+	resp, err := client.Get(fmt.Sprintf("http://%s:%d/metrics", pod.Status.PodIP, port))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s has no %s yet", name, series)
+}
+
 func TestDeployOnTheRealNode(t *testing.T) {
 	e := install(t)
 	installed := time.Now()
 	before := e.restarts(t)
+	// A workload whose history the recommender keeps for the whole test, in checkpoints.
+	steady := e.c.NewNamespace(t)
+	e.createWorkload(t, workload(steady, "steady", []string{"--memory=20Mi", "--cpu=20m"},
+		framework.Resources("20m", "20Mi"), nil), vpav1.UpdateModeOff)
 
 	// The scenarios that wait on the components' loops run at once.
 	t.Run("workloads", func(t *testing.T) {
@@ -328,58 +413,61 @@ func TestDeployOnTheRealNode(t *testing.T) {
 			})
 		})
 
-		t.Run("an in-place resize changes the running container", func(t *testing.T) {
-			t.Parallel()
-			ns := e.c.NewNamespace(t)
-			// Below the pod minimums (25m, 250Mi): under the lower bound at once.
-			e.createWorkload(t, workload(ns, "resize", []string{"--memory=30Mi", "--cpu=100m"},
-				framework.Resources("10m", "20Mi"), framework.Resources("100m", "100Mi")), vpav1.UpdateModeInPlaceOrRecreate)
-			var original corev1.Pod
-			framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
-				pods := e.pods(t, ns, "app=resize")
-				if len(pods) != 1 || !framework.PodRunning(&pods[0]) {
-					return false, nil
+		for _, mode := range []vpav1.UpdateMode{vpav1.UpdateModeInPlaceOrRecreate, vpav1.UpdateModeInPlace} {
+			t.Run("an in-place resize changes the running container/"+string(mode), func(t *testing.T) {
+				t.Parallel()
+				ns := e.c.NewNamespace(t)
+				// Below the pod minimums (25m, 250Mi): under the lower bound at once.
+				e.createWorkload(t, workload(ns, "resize", []string{"--memory=30Mi", "--cpu=100m"},
+					framework.Resources("10m", "20Mi"), framework.Resources("100m", "100Mi")), mode)
+				var original corev1.Pod
+				framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+					pods := e.pods(t, ns, "app=resize")
+					if len(pods) != 1 || !framework.PodRunning(&pods[0]) {
+						return false, nil
+					}
+					original = pods[0]
+					return true, nil
+				})
+				var p *corev1.Pod
+				framework.WaitFor(t, 5*loopInterval, func() (bool, error) {
+					var err error
+					p, err = e.c.Client.CoreV1().Pods(ns).Get(context.Background(), original.Name, metav1.GetOptions{})
+					if err != nil {
+						return false, err
+					}
+					if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
+						return false, nil
+					}
+					st := p.Status.ContainerStatuses[0].Resources
+					mem := st.Requests[corev1.ResourceMemory]
+					return mem.Cmp(mi(250)) >= 0 && len(p.Status.Conditions) > 0, nil
+				})
+				s := p.Status.ContainerStatuses[0]
+				if p.UID != original.UID || s.RestartCount != 0 {
+					t.Fatalf("the pod was replaced or restarted (uid %s→%s, %d restarts), want an in-place resize", original.UID, p.UID, s.RestartCount)
 				}
-				original = pods[0]
-				return true, nil
+				spec := p.Spec.Containers[0].Resources
+				for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+					if got, want := s.Resources.Requests[r], spec.Requests[r]; got.Cmp(want) != 0 {
+						t.Errorf("status requests %s %s, spec %s", r, got.String(), want.String())
+					}
+					if got, want := s.Resources.Limits[r], spec.Limits[r]; got.Cmp(want) != 0 {
+						t.Errorf("status limits %s %s, spec %s", r, got.String(), want.String())
+					}
+				}
+				memLimit := s.Resources.Limits[corev1.ResourceMemory]
+				if got := cgroupValue(t, "memory", s.ContainerID, "memory.limit_in_bytes"); got != memLimit.Value() {
+					t.Errorf("memory.limit_in_bytes %d, pod status limit %d", got, memLimit.Value())
+				}
+				cpuLimit := s.Resources.Limits[corev1.ResourceCPU]
+				if got, want := cgroupValue(t, "cpu", s.ContainerID, "cpu.cfs_quota_us"), cpuLimit.MilliValue()*100; got != want {
+					t.Errorf("cpu.cfs_quota_us %d, want %d for the pod status limit %s", got, want, cpuLimit.String())
+				}
+				t.Logf("resized in place: requests cpu %s memory %s, limits cpu %s memory %s",
+					s.Resources.Requests.Cpu(), s.Resources.Requests.Memory(), s.Resources.Limits.Cpu(), s.Resources.Limits.Memory())
 			})
-			var p *corev1.Pod
-			framework.WaitFor(t, 5*loopInterval, func() (bool, error) {
-				var err error
-				p, err = e.c.Client.CoreV1().Pods(ns).Get(context.Background(), original.Name, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].Resources == nil {
-					return false, nil
-				}
-				st := p.Status.ContainerStatuses[0].Resources
-				mem := st.Requests[corev1.ResourceMemory]
-				return mem.Cmp(mi(250)) >= 0 && len(p.Status.Conditions) > 0, nil
-			})
-			s := p.Status.ContainerStatuses[0]
-			if p.UID != original.UID || s.RestartCount != 0 {
-				t.Fatalf("the pod was replaced or restarted (uid %s→%s, %d restarts), want an in-place resize", original.UID, p.UID, s.RestartCount)
-			}
-			spec := p.Spec.Containers[0].Resources
-			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-				if got, want := s.Resources.Requests[r], spec.Requests[r]; got.Cmp(want) != 0 {
-					t.Errorf("status requests %s %s, spec %s", r, got.String(), want.String())
-				}
-				if got, want := s.Resources.Limits[r], spec.Limits[r]; got.Cmp(want) != 0 {
-					t.Errorf("status limits %s %s, spec %s", r, got.String(), want.String())
-				}
-			}
-			memLimit := s.Resources.Limits[corev1.ResourceMemory]
-			if got := cgroupValue(t, "memory", s.ContainerID, "memory.limit_in_bytes"); got != memLimit.Value() {
-				t.Errorf("memory.limit_in_bytes %d, pod status limit %d", got, memLimit.Value())
-			}
-			cpuLimit := s.Resources.Limits[corev1.ResourceCPU]
-			if got, want := cgroupValue(t, "cpu", s.ContainerID, "cpu.cfs_quota_us"), cpuLimit.MilliValue()*100; got != want {
-				t.Errorf("cpu.cfs_quota_us %d, want %d for the pod status limit %s", got, want, cpuLimit.String())
-			}
-			t.Logf("resized in place to requests %v, limits %v", s.Resources.Requests, s.Resources.Limits)
-		})
+		}
 	})
 
 	t.Run("no component restarted over 10 loop intervals", func(t *testing.T) {
@@ -394,31 +482,40 @@ func TestDeployOnTheRealNode(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the leader hands the Lease over", func(t *testing.T) {
-		for _, c := range []struct{ deployment, lease string }{
-			{"vpa-recommender", "vpa-recommender-lease"}, {"vpa-updater", "vpa-updater"},
-		} {
-			lease, err := e.c.Client.CoordinationV1().Leases(system).Get(context.Background(), c.lease, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
+	t.Run("deleting the leader hands the Lease over and loses no history", func(t *testing.T) {
+		e.deleteLeader(t, "vpa-updater")
+		e.waitRolledOut(t, "vpa-updater", 2*time.Minute)
+
+		// A deleted recommender writes every checkpoint as it goes; the next leader
+		// restores them, adds its own samples, and writes them all when it goes in turn.
+		deleted := e.deleteLeader(t, "vpa-recommender-lease")
+		var first int
+		framework.WaitFor(t, time.Minute, func() (bool, error) {
+			n, at := e.checkpointSamples(t, steady, "steady")
+			first = n
+			if n == 0 || at.Before(deleted.Truncate(time.Second)) {
+				return false, fmt.Errorf("%d samples, written %v", n, at)
 			}
-			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
-			pod, _, _ := strings.Cut(holder, "_")
-			if err := e.c.Client.CoreV1().Pods(system).Delete(context.Background(), pod, metav1.DeleteOptions{}); err != nil {
-				t.Fatalf("deleting the leader %s of %s: %v", pod, c.lease, err)
+			return true, nil
+		})
+		e.waitRolledOut(t, "vpa-recommender", 2*time.Minute)
+		// At least one loop of the new leader, read from its own metrics.
+		framework.WaitFor(t, 3*loopInterval, func() (bool, error) {
+			n, err := e.leaderLoops("vpa-recommender-lease", 8942, `vpa_recommender_execution_latency_seconds_count{step="total"}`)
+			return err == nil && n >= 1, err
+		})
+		deleted = e.deleteLeader(t, "vpa-recommender-lease")
+		framework.WaitFor(t, time.Minute, func() (bool, error) {
+			n, at := e.checkpointSamples(t, steady, "steady")
+			if at.Before(deleted.Truncate(time.Second)) {
+				return false, fmt.Errorf("not written since the second deletion (%d samples, %v)", n, at)
 			}
-			deleted := time.Now()
-			framework.WaitFor(t, leaseDuration+loopInterval, func() (bool, error) {
-				l, err := e.c.Client.CoordinationV1().Leases(system).Get(context.Background(), c.lease, metav1.GetOptions{})
-				if err != nil {
-					return false, err
-				}
-				h := ptr.Deref(l.Spec.HolderIdentity, "")
-				return h != "" && h != holder, nil
-			})
-			t.Logf("%s handed over %v after its leader's pod was deleted", c.lease, time.Since(deleted).Round(100*time.Millisecond))
-			e.waitRolledOut(t, c.deployment, 2*time.Minute)
-		}
+			if n <= first {
+				t.Fatalf("the second leader wrote %d samples, the first %d: it did not continue the history", n, first)
+			}
+			return true, nil
+		})
+		e.waitRolledOut(t, "vpa-recommender", 2*time.Minute)
 	})
 
 	t.Run("kubectl rollout restart completes", func(t *testing.T) {

@@ -92,39 +92,13 @@ node_cgroups() {
   done
 }
 
-# node_kubeconfig <file> <user> <cert> <key>: as write_kubeconfig, to the API server through the
-# host end of the veth; the server certificate is checked against its name "kubernetes".
-node_kubeconfig() {
-  local file=$1 user=$2 cert=$3 key=$4
-  cat >"${file}.tmp" <<KUBECONFIG
-apiVersion: v1
-kind: Config
-clusters:
-- name: openvpa-local
-  cluster:
-    server: https://${NODE_HOST_IP}:${APISERVER_PORT}
-    tls-server-name: kubernetes
-    certificate-authority-data: $(base64 -w0 <"${PKI}/ca.crt")
-users:
-- name: ${user}
-  user:
-    client-certificate-data: $(base64 -w0 <"${cert}")
-    client-key-data: $(base64 -w0 <"${key}")
-contexts:
-- name: openvpa-local
-  context:
-    cluster: openvpa-local
-    user: ${user}
-current-context: openvpa-local
-KUBECONFIG
-  chmod 600 "${file}.tmp"
-  mv -f "${file}.tmp" "${file}"
-}
-
 node_configs() {
   mkdir -p "${NODE_DIR}/cni" "${NODE_DIR}/containerd" "${NODE_DIR}/kubelet" "${NODE_DIR}/pod-logs"
-  node_kubeconfig "${NODE_DIR}/kubelet.kubeconfig" "system:node:${NODE_NAME}" "${PKI}/node-client.crt" "${PKI}/node-client.key"
-  node_kubeconfig "${NODE_DIR}/kube-proxy.kubeconfig" system:kube-proxy "${PKI}/kube-proxy.crt" "${PKI}/kube-proxy.key"
+  # To the API server through the host end of the veth, its certificate checked for "kubernetes".
+  write_kubeconfig "${NODE_DIR}/kubelet.kubeconfig" "system:node:${NODE_NAME}" "${PKI}/node-client.crt" "${PKI}/node-client.key" \
+    "https://${NODE_HOST_IP}:${APISERVER_PORT}" kubernetes
+  write_kubeconfig "${NODE_DIR}/kube-proxy.kubeconfig" system:kube-proxy "${PKI}/kube-proxy.crt" "${PKI}/kube-proxy.key" \
+    "https://${NODE_HOST_IP}:${APISERVER_PORT}" kubernetes
 
   cat >"${NODE_DIR}/containerd.toml" <<TOML
 version = 3

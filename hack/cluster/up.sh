@@ -100,22 +100,26 @@ wait_ready() {
   done
 }
 
-# write_kubeconfig <file> <user> <cert> <key>: a kubeconfig with embedded credentials, written
-# atomically so readers never see half a file.
+# write_kubeconfig <file> <user> <cert> <key> [server] [server name]: a kubeconfig with embedded
+# credentials, written atomically so readers never see half a file. The server defaults to the
+# API server on loopback; a server name checks its certificate against that name instead.
 write_kubeconfig() {
-  local file=$1 user=$2 cert=$3 key=$4
-  if [[ -f "${file}" && "${file}" -nt "${cert}" ]] &&
-    grep -qx "    server: https://127.0.0.1:${APISERVER_PORT}" "${file}"; then
+  local file=$1 user=$2 cert=$3 key=$4 server=${5:-https://127.0.0.1:${APISERVER_PORT}} name=${6:-}
+  if [[ -f "${file}" && "${file}" -nt "${cert}" ]] && grep -qx "    server: ${server}" "${file}"; then
     return 0
   fi
-  cat >"${file}.tmp" <<KUBECONFIG
+  {
+    cat <<KUBECONFIG
 apiVersion: v1
 kind: Config
 clusters:
 - name: openvpa-local
   cluster:
-    server: https://127.0.0.1:${APISERVER_PORT}
+    server: ${server}
     certificate-authority-data: $(base64 -w0 <"${PKI}/ca.crt")
+KUBECONFIG
+    if [[ -n "${name}" ]]; then echo "    tls-server-name: ${name}"; fi
+    cat <<KUBECONFIG
 users:
 - name: ${user}
   user:
@@ -128,6 +132,7 @@ contexts:
     user: ${user}
 current-context: openvpa-local
 KUBECONFIG
+  } >"${file}.tmp"
   chmod 600 "${file}.tmp"
   mv -f "${file}.tmp" "${file}"
 }

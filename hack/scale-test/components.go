@@ -8,10 +8,8 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -86,26 +84,13 @@ func measureComponent(ctx context.Context, cfg config, c component, loops int, i
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(c.binary, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	logf("starting %s %s (log %s)", c.binary, strings.Join(args, " "), logPath)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	cmd, exited, stop, err := startProcess(c.binary, args, logFile)
+	if err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-	}()
+	defer stop()
 
 	res := &componentResult{component: c, binaryMB: float64(st.Size()) / 1e6}
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)

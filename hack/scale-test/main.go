@@ -413,26 +413,13 @@ func measure(ctx context.Context, c config) (*results, error) {
 		args = append(args, "--profiling")
 	}
 	args = append(args, strings.Fields(c.extraArgs)...)
-	cmd := exec.Command(c.recommender, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
 	logf("starting %s %s (log %s)", c.recommender, strings.Join(args, " "), logPath)
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	cmd, exited, stop, err := startProcess(c.recommender, args, logFile)
+	if err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-exited
-			}
-		}
-	}()
+	defer stop()
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	res := &results{logPath: logPath}
@@ -489,6 +476,38 @@ func measure(ctx context.Context, c config) (*results, error) {
 		logf("heap profile saved to %s (go tool pprof -sample_index=inuse_space %s)", c.heapProfile, c.heapProfile)
 	}
 	return res, nil
+}
+
+// startProcess starts bin with its output in log, and returns the command, a channel that
+// receives its exit, and a function that stops it (SIGTERM, then SIGKILL after 30 s) unless it
+// has exited.
+func startProcess(bin string, args []string, log *os.File) (*exec.Cmd, <-chan error, func(), error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(done)
+	}()
+	stop := func() {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	return cmd, exited, stop, nil
 }
 
 // download saves the body of a GET of url to path.
