@@ -13,13 +13,13 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/internal/jsonread"
 )
 
-// decoder fills the fields of a corev1.Pod the handler and what it calls read
-// (metadata name, generateName, namespace, labels, annotations and
-// ownerReferences; the pod-level resources; each container's and init
-// container's name, resources and restartPolicy: decodedFields lists them)
-// from the pod JSON of an AdmissionReview,
-// without reflection, reusing its maps and slices from one pod to the next.
-// Other fields are skipped. A decoder serves one pod at a time.
+// decoder fills a Decoded (metadata name, generateName, namespace, labels,
+// annotations and ownerReferences; the pod-level resources; each
+// container's and init container's name, resources and restartPolicy) from
+// the pod JSON of an AdmissionReview, without reflection, reusing its maps
+// and slices from one pod to the next. Other fields are skipped. A decoder
+// serves one pod at a time. TestDecodedFields holds it to filling exactly
+// the fields of Decoded.
 //
 // It decodes what the API server's decoder (sigs.k8s.io/json, case-sensitive)
 // decodes: keys match exactly, quantities are parsed from their raw JSON text
@@ -29,16 +29,16 @@ import (
 // merging of repeated objects and arrays is not worth copying.
 type decoder struct {
 	r   jsonread.Reader
-	pod corev1.Pod
+	pod Decoded
 	// spare holds cleared maps from earlier pods, for reuse.
 	spareLists []corev1.ResourceList
 	spareMaps  []map[string]string
-	containers []corev1.Container
-	inits      []corev1.Container
+	containers []Container
+	inits      []Container
 	podLevel   corev1.ResourceRequirements
 	// restart holds the containers' restartPolicy values.
 	restart    []corev1.ContainerRestartPolicy
-	owners     []metav1.OwnerReference
+	owners     []Owner
 	controller []bool
 	// quantities caches parsed quantities by their text.
 	quantities map[string]resource.Quantity
@@ -77,21 +77,21 @@ func (d *decoder) reset() {
 			}
 		}
 	}
-	for i := range p.Spec.Containers {
-		spare(&p.Spec.Containers[i].Resources)
+	for i := range p.Containers {
+		spare(&p.Containers[i].Resources)
 	}
-	for i := range p.Spec.InitContainers {
-		spare(&p.Spec.InitContainers[i].Resources)
+	for i := range p.InitContainers {
+		spare(&p.InitContainers[i].Resources)
 	}
-	if p.Spec.Resources != nil {
-		spare(p.Spec.Resources)
+	if p.Resources != nil {
+		spare(p.Resources)
 	}
 	clear(d.containers)
 	clear(d.inits)
 	d.podLevel = corev1.ResourceRequirements{}
 	d.restart = d.restart[:0]
 	clear(d.owners)
-	d.pod = corev1.Pod{}
+	d.pod = Decoded{}
 	d.duplicate = false
 }
 
@@ -113,9 +113,10 @@ func (d *decoder) resourceList() corev1.ResourceList {
 	return corev1.ResourceList{}
 }
 
-// decode parses raw into d.pod. Invalid JSON and fields of the wrong type
-// are errors, with encoding/json's message for the former.
-func (d *decoder) decode(raw []byte) (*corev1.Pod, error) {
+// decode parses raw into d.pod, valid until the next call. Invalid JSON and
+// fields of the wrong type are errors, with encoding/json's message for the
+// former.
+func (d *decoder) decode(raw []byte) (*Decoded, error) {
 	return d.decodeChecked(raw, false)
 }
 
@@ -123,7 +124,7 @@ func (d *decoder) decode(raw []byte) (*corev1.Pod, error) {
 // (it was checked with the review around it) and is not checked again.
 // Invalid JSON passed as valid still cannot make the decoder panic or read
 // out of bounds, but may decode to a pod.
-func (d *decoder) decodeChecked(raw []byte, valid bool) (*corev1.Pod, error) {
+func (d *decoder) decodeChecked(raw []byte, valid bool) (*Decoded, error) {
 	d.reset()
 	if !valid && !json.Valid(raw) {
 		var p struct{}
@@ -156,7 +157,7 @@ func (d *decoder) decodeChecked(raw []byte, valid bool) (*corev1.Pod, error) {
 	return &d.pod, nil
 }
 
-// repeatedPod is the part of a corev1.Pod the handler reads, with the
+// repeatedPod is the part of a corev1.Pod that Decoded holds, with the
 // containers and owner references of corev1.Pod's own types, so that
 // sigs.k8s.io/json merges repeated arrays into them exactly as it does for a
 // corev1.Pod.
@@ -178,30 +179,33 @@ type repeatedPod struct {
 
 // decodeRepeated decodes a pod that repeats keys with the API server's
 // decoder.
-func (d *decoder) decodeRepeated(raw []byte) (*corev1.Pod, error) {
+func (d *decoder) decodeRepeated(raw []byte) (*Decoded, error) {
 	d.reset()
 	var p repeatedPod
 	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &p); err != nil {
 		return nil, err
 	}
 	m := &p.Metadata
-	d.pod.ObjectMeta = metav1.ObjectMeta{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace,
-		Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences}
-	d.pod.Spec.Containers = decodedContainers(p.Spec.Containers)
-	d.pod.Spec.InitContainers = decodedContainers(p.Spec.InitContainers)
-	d.pod.Spec.Resources = p.Spec.Resources
+	d.pod = Decoded{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations,
+		Containers: decodedContainers(p.Spec.Containers), InitContainers: decodedContainers(p.Spec.InitContainers), Resources: p.Spec.Resources}
+	if m.OwnerReferences != nil {
+		d.pod.OwnerReferences = make([]Owner, len(m.OwnerReferences))
+		for i, o := range m.OwnerReferences {
+			d.pod.OwnerReferences[i] = Owner{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Controller: o.Controller}
+		}
+	}
 	return &d.pod, nil
 }
 
 // decodedContainers keeps the decoded fields of cs.
-func decodedContainers(cs []corev1.Container) []corev1.Container {
+func decodedContainers(cs []corev1.Container) []Container {
 	if cs == nil {
 		return nil
 	}
-	out := make([]corev1.Container, len(cs))
+	out := make([]Container, len(cs))
 	for i := range cs {
 		c := &cs[i]
-		out[i] = corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+		out[i] = Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
 			Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims}}
 	}
 	return out
@@ -259,7 +263,7 @@ func (d *decoder) metadata() error {
 	if d.null() {
 		return nil
 	}
-	m := &d.pod.ObjectMeta
+	m := &d.pod
 	var seen keySet
 	return d.r.Object("metadata", func(key []byte) error {
 		switch d.field(key, metadataKeys, &seen) {
@@ -313,7 +317,7 @@ func (d *decoder) ownerReferences() error {
 	d.owners = d.owners[:0]
 	d.controller = d.controller[:0]
 	err := d.r.Array("metadata.ownerReferences", func(int) error {
-		d.owners = append(d.owners, metav1.OwnerReference{})
+		d.owners = append(d.owners, Owner{})
 		o := &d.owners[len(d.owners)-1]
 		if d.null() {
 			return nil
@@ -375,14 +379,14 @@ func (d *decoder) spec() error {
 	return d.r.Object("spec", func(key []byte) error {
 		switch d.field(key, specKeys, &seen) {
 		case "containers":
-			return d.containerList(&containerFields, &d.containers, &d.pod.Spec.Containers)
+			return d.containerList(&containerFields, &d.containers, &d.pod.Containers)
 		case "initContainers":
-			return d.containerList(&initContainerFields, &d.inits, &d.pod.Spec.InitContainers)
+			return d.containerList(&initContainerFields, &d.inits, &d.pod.InitContainers)
 		case "resources":
 			if d.null() {
 				return nil
 			}
-			d.pod.Spec.Resources = &d.podLevel
+			d.pod.Resources = &d.podLevel
 			return d.requirements(&podResourceFields, &d.podLevel)
 		}
 		return d.r.Skip()
@@ -409,28 +413,28 @@ var (
 // containerList decodes an array of containers into buf (reused from pod
 // to pod) and sets dst to it. Containers and init containers together are
 // at most MaxContainers.
-func (d *decoder) containerList(f *listFields, buf, dst *[]corev1.Container) error {
+func (d *decoder) containerList(f *listFields, buf, dst *[]Container) error {
 	if d.null() {
 		*dst = nil
 		return nil
 	}
 	if *buf == nil {
-		*buf = make([]corev1.Container, 0, 4)
+		*buf = make([]Container, 0, 4)
 	}
 	*buf = (*buf)[:0]
-	others := len(d.pod.Spec.Containers) + len(d.pod.Spec.InitContainers) - len(*dst)
+	others := len(d.pod.Containers) + len(d.pod.InitContainers) - len(*dst)
 	err := d.r.Array(f.list, func(i int) error {
 		if others+i >= MaxContainers {
 			return &TooManyContainersError{Max: MaxContainers}
 		}
-		*buf = append(*buf, corev1.Container{})
+		*buf = append(*buf, Container{})
 		return d.container(f, &(*buf)[len(*buf)-1])
 	})
 	*dst = *buf
 	return err
 }
 
-func (d *decoder) container(f *listFields, c *corev1.Container) error {
+func (d *decoder) container(f *listFields, c *Container) error {
 	if d.null() {
 		return nil
 	}
@@ -562,7 +566,7 @@ const maxPooled = 64
 func (d *decoder) small() bool {
 	return cap(d.containers) <= maxPooled && cap(d.inits) <= maxPooled && cap(d.restart) <= maxPooled &&
 		cap(d.owners) <= maxPooled && cap(d.controller) <= maxPooled &&
-		len(d.spareLists)+2*(len(d.pod.Spec.Containers)+len(d.pod.Spec.InitContainers)+1) <= 4*maxPooled && len(d.spareMaps) <= maxPooled &&
+		len(d.spareLists)+2*(len(d.pod.Containers)+len(d.pod.InitContainers)+1) <= 4*maxPooled && len(d.spareMaps) <= maxPooled &&
 		len(d.pod.Labels) <= maxPooled && len(d.pod.Annotations) <= maxPooled && d.r.ScratchCap() <= 64<<10
 }
 

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -20,49 +19,58 @@ func apiServerDecode(in []byte) (*corev1.Pod, error) {
 	return &p, err
 }
 
-// handledFields keeps the fields of a pod the decoder fills.
-func handledFields(p *corev1.Pod) *corev1.Pod {
-	out := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Name: p.Name, GenerateName: p.GenerateName, Namespace: p.Namespace,
-		Labels: p.Labels, Annotations: p.Annotations,
-	}}
+// decodedFrom is the Decoded of a pod decoded whole: its fields copied one
+// by one, independently of the decoder.
+func decodedFrom(p *corev1.Pod) *Decoded {
+	out := &Decoded{Name: p.Name, GenerateName: p.GenerateName, Namespace: p.Namespace, Labels: p.Labels, Annotations: p.Annotations}
 	for _, o := range p.OwnerReferences {
-		out.OwnerReferences = append(out.OwnerReferences, metav1.OwnerReference{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Controller: o.Controller})
+		out.OwnerReferences = append(out.OwnerReferences, Owner{APIVersion: o.APIVersion, Kind: o.Kind, Name: o.Name, Controller: o.Controller})
 	}
-	containers := func(cs []corev1.Container) []corev1.Container {
-		var out []corev1.Container
+	containers := func(cs []corev1.Container) []Container {
+		if cs == nil {
+			return nil
+		}
+		out := []Container{}
 		for _, c := range cs {
-			out = append(out, corev1.Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
+			out = append(out, Container{Name: c.Name, RestartPolicy: c.RestartPolicy, Resources: corev1.ResourceRequirements{
 				Requests: c.Resources.Requests, Limits: c.Resources.Limits, Claims: c.Resources.Claims,
 			}})
 		}
-		if cs != nil && out == nil {
-			out = []corev1.Container{}
-		}
 		return out
 	}
-	out.Spec.Containers = containers(p.Spec.Containers)
-	out.Spec.InitContainers = containers(p.Spec.InitContainers)
+	out.Containers = containers(p.Spec.Containers)
+	out.InitContainers = containers(p.Spec.InitContainers)
 	if r := p.Spec.Resources; r != nil {
-		out.Spec.Resources = &corev1.ResourceRequirements{Requests: r.Requests, Limits: r.Limits, Claims: r.Claims}
+		out.Resources = &corev1.ResourceRequirements{Requests: r.Requests, Limits: r.Limits, Claims: r.Claims}
 	}
 	return out
 }
 
-func equalPods(a, b *corev1.Pod) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y) && (a.Annotations == nil) == (b.Annotations == nil) && (a.Labels == nil) == (b.Labels == nil) &&
-		reflect.DeepEqual(nilMaps(a), nilMaps(b))
+// equalDecoded compares decoded pods as the patch depends on them: values,
+// and which maps and lists are nil (no owner references and an empty list
+// of them are the same).
+func equalDecoded(a, b *Decoded) bool {
+	x, _ := json.Marshal(withoutEmptyOwners(a))
+	y, _ := json.Marshal(withoutEmptyOwners(b))
+	return string(x) == string(y) && reflect.DeepEqual(nilMaps(a), nilMaps(b))
 }
 
-// nilMaps records which resource maps are nil, which the patch depends on.
-func nilMaps(p *corev1.Pod) []bool {
+func withoutEmptyOwners(p *Decoded) *Decoded {
+	c := *p
+	if len(c.OwnerReferences) == 0 {
+		c.OwnerReferences = nil
+	}
+	return &c
+}
+
+// nilMaps records which resource maps are nil, which the patch depends on
+// and the JSON of ResourceRequirements (omitempty) does not show.
+func nilMaps(p *Decoded) []bool {
 	var out []bool
-	for _, c := range append(slices.Clone(p.Spec.Containers), p.Spec.InitContainers...) {
+	for _, c := range append(slices.Clone(p.Containers), p.InitContainers...) {
 		out = append(out, c.Resources.Requests == nil, c.Resources.Limits == nil)
 	}
-	if r := p.Spec.Resources; r != nil {
+	if r := p.Resources; r != nil {
 		out = append(out, r.Requests == nil, r.Limits == nil)
 	}
 	return out
@@ -119,8 +127,8 @@ func TestDecoderMatchesAPIServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if w := handledFields(want); !equalPods(handledFields(got), w) {
-				gj, _ := json.Marshal(handledFields(got))
+			if w := decodedFrom(want); !equalDecoded(got, w) {
+				gj, _ := json.Marshal(got)
 				wj, _ := json.Marshal(w)
 				t.Errorf("decoded\n%s\nwant\n%s", gj, wj)
 			}
@@ -183,8 +191,8 @@ func FuzzDecoder(f *testing.F) {
 		if err != nil {
 			t.Fatalf("the API server decodes %s, the decoder fails: %v", in, err)
 		}
-		if w := handledFields(want); !equalPods(handledFields(got), w) {
-			gj, _ := json.Marshal(handledFields(got))
+		if w := decodedFrom(want); !equalDecoded(got, w) {
+			gj, _ := json.Marshal(got)
 			wj, _ := json.Marshal(w)
 			t.Errorf("decoder disagrees with the API server on %s:\n%s\nwant\n%s", in, gj, wj)
 		}
@@ -212,7 +220,7 @@ func TestDecoderContainerCap(t *testing.T) {
 	}
 	var d decoder
 	p, err := d.decode([]byte(`{"spec":{"containers":[` + strings.Repeat(`{"name":"c"},`, MaxContainers-1) + `{"name":"last"}]}}`))
-	if err != nil || len(p.Spec.Containers) != MaxContainers {
+	if err != nil || len(p.Containers) != MaxContainers {
 		t.Fatalf("pod of %d containers: %v", MaxContainers, err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -38,7 +37,7 @@ func TargetRefIndexFunc(obj any) ([]string, error) {
 
 // ControllerResolver is the part of target.Resolver a Finder uses.
 type ControllerResolver interface {
-	PodController(ctx context.Context, pod *corev1.Pod) (*target.Ref, error)
+	TopmostController(ctx context.Context, ref target.Ref) (*target.Ref, error)
 	Selector(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler) (labels.Selector, error)
 }
 
@@ -126,11 +125,16 @@ func (f *Finder) selector(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler)
 }
 
 // ControllingVPA implements VPAFinder.
-func (f *Finder) ControllingVPA(ctx context.Context, pod *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+func (f *Finder) ControllingVPA(ctx context.Context, pod *Decoded) (*vpav1.VerticalPodAutoscaler, error) {
 	if f.allows != nil && !f.allows(pod.Namespace) {
 		return nil, nil
 	}
-	ctrl, err := f.resolver.PodController(ctx, pod)
+	// As target.Resolver's PodController, from the decoded owners.
+	owner, ok := pod.controller()
+	if !ok {
+		return nil, nil
+	}
+	ctrl, err := f.resolver.TopmostController(ctx, owner)
 	if err != nil {
 		return nil, err
 	}

@@ -50,8 +50,8 @@ func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
 		Spec: vpav1.VerticalPodAutoscalerSpec{TargetRef: &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}}}); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "web"},
-		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Controller: ptr(true)}}}}
+	pod := &Decoded{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "web"},
+		OwnerReferences: []Owner{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web-1", Controller: ptr(true)}}}
 
 	waitFor := func(want bool) {
 		t.Helper()
@@ -85,6 +85,33 @@ func TestFinderSelectorCacheFollowsTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(true)
+}
+
+// TestDecodedController checks that the Finder picks the controlling owner
+// of a decoded pod as target.ControllerOf (which Resolver.PodController
+// uses) picks it from the pod.
+func TestDecodedController(t *testing.T) {
+	owner := func(kind string, controller *bool) Owner {
+		return Owner{APIVersion: "apps/v1", Kind: kind, Name: kind + "-1", Controller: controller}
+	}
+	tests := map[string][]Owner{
+		"no owners":          nil,
+		"no controller":      {owner("ReplicaSet", nil), owner("StatefulSet", ptr(false))},
+		"one controller":     {owner("Node", nil), owner("ReplicaSet", ptr(true))},
+		"the last one wins":  {owner("ReplicaSet", ptr(true)), owner("StatefulSet", ptr(true)), owner("Job", ptr(false))},
+		"controller first":   {owner("DaemonSet", ptr(true)), owner("Node", nil)},
+		"empty owner fields": {{Controller: ptr(true)}},
+	}
+	for name, owners := range tests {
+		t.Run(name, func(t *testing.T) {
+			p := &Decoded{Namespace: "ns", OwnerReferences: owners}
+			want := target.ControllerOf(p.Namespace, p.Pod(&corev1.Pod{}).OwnerReferences)
+			got, ok := p.controller()
+			if ok != (want != nil) || ok && got != *want {
+				t.Errorf("controller %+v (%v), want %+v", got, ok, want)
+			}
+		})
+	}
 }
 
 // wellKnown returns the informers of the well-known controllers registered

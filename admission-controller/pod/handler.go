@@ -24,7 +24,7 @@ import (
 // and selector match, Off-mode VPAs skipped, the stronger VPA winning. It
 // returns nil when no VPA controls the pod.
 type VPAFinder interface {
-	ControllingVPA(ctx context.Context, pod *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error)
+	ControllingVPA(ctx context.Context, pod *Decoded) (*vpav1.VerticalPodAutoscaler, error)
 }
 
 // LimitRangeLister returns the merged LimitRanges of a namespace.
@@ -136,20 +136,20 @@ func (h *Handler) putState(st *state) {
 
 // Admit computes the patch for a pod being created in namespace (the
 // request's namespace; pods often arrive without metadata.namespace),
-// appending it to dst.
-func (h *Handler) Admit(ctx context.Context, pod *corev1.Pod, namespace string, dst []byte) (Result, error) {
+// appending it to dst. It sets pod's namespace when the pod has none.
+func (h *Handler) Admit(ctx context.Context, pod *Decoded, namespace string, dst []byte) (Result, error) {
 	st := h.state()
 	defer h.putState(st)
 	return h.admit(ctx, pod, namespace, dst, &st.scratch)
 }
 
-func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, dst []byte, sc *scratch) (Result, error) {
+func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst []byte, sc *scratch) (Result, error) {
 	if pod.Namespace == "" {
 		pod.Namespace = namespace
 	}
 	vpa, err := h.vpas.ControllingVPA(ctx, pod)
 	if err != nil {
-		return Result{}, fmt.Errorf("finding the VPA of pod %s: %w", displayName(pod), err)
+		return Result{}, fmt.Errorf("finding the VPA of pod %s: %w", pod.displayName(), err)
 	}
 	if vpa == nil || !vpav1.GetUpdateMode(vpa).PatchesNewPods() {
 		return Result{}, nil
@@ -159,7 +159,8 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
 	start := len(dst)
-	dst, applied, plan, err := appendPatch(dst, pod, vpa, lr, sc)
+	plan := planFor(pod, vpa, lr, sc)
+	dst, applied, err := appendPatch(dst, pod, vpa, &plan, sc)
 	if errors.Is(err, errPatchTooLarge) {
 		return Result{VPA: vpa, Warnings: []string{fmt.Sprintf("VPA %s: the patch would be larger than %d bytes, more than the API server can apply to a pod it can store; not patched", vpa.Name, MaxPatchBytes)}}, nil
 	}
@@ -168,45 +169,43 @@ func (h *Handler) admit(ctx context.Context, pod *corev1.Pod, namespace string, 
 	}
 	logger := klog.FromContext(ctx)
 	if l := logger.V(4); l.Enabled() {
-		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
+		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
 	}
 	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied}
 	if plan.Conflict != nil {
-		res.Warnings = h.conflict(logger, pod, vpa, plan)
+		res.Warnings = h.conflict(logger, pod, vpa, &plan)
 	}
 	return res, nil
 }
 
 // conflict reports a plan that had to give way to the LimitRanges: a log
 // line, an event on the VPA and the warning for the response.
-func (h *Handler) conflict(logger klog.Logger, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan) []string {
+func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan) []string {
 	why := plan.Why()
 	msg := fmt.Sprintf("VPA %s: recommendation not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)
 	if plan.PolicyOverridden {
 		msg = fmt.Sprintf("VPA %s: requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit (%s)", vpa.Name, why)
 	}
-	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, displayName(pod)), "vpa", klog.KObj(vpa), "reason", plan.ConflictReason(), "conflict", why)
+	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "reason", plan.ConflictReason(), "conflict", why)
 	if h.recorder != nil {
-		h.recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s: %s", displayName(pod), msg)
+		h.recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s: %s", pod.displayName(), msg)
 	}
 	return []string{msg}
-}
-
-// displayName is the pod's name, or its generateName followed by "%" for
-// pods whose name the API server has not generated yet.
-func displayName(pod *corev1.Pod) string {
-	if pod.Name != "" {
-		return pod.Name
-	}
-	return pod.GenerateName + "%"
 }
 
 // AppendPatch appends to dst the JSON Patch that applies vpa's
 // recommendation to pod, and reports whether it changes any container's
 // resources.
-func AppendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
-	b, applied, _, err := appendPatch(dst, pod, vpa, lr, &scratch{})
-	return b, applied, err
+func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
+	sc := &scratch{}
+	plan := planFor(pod, vpa, lr, sc)
+	return appendPatch(dst, pod, vpa, &plan, sc)
+}
+
+// planFor is what vpa's recommendation gives pod, planned by
+// pkg/recommendation on the pod Decoded.Pod builds in sc.
+func planFor(pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) recommendation.Plan {
+	return recommendation.PlanForPodShared(pod.Pod(&sc.pod), vpa, lr)
 }
 
 // MaxPatchBytes bounds the JSON Patch for one pod: the API server stores
@@ -216,19 +215,22 @@ const MaxPatchBytes = 1 << 20
 
 var errPatchTooLarge = errors.New("patch too large")
 
-// scratch is reusable working memory for appendPatch.
+// scratch is reusable working memory for admit and appendPatch.
 type scratch struct {
 	path    []byte // the JSON Pointer being built
 	updates []byte // the vpaUpdates value being built
 	orig    []byte // the original-resources value being built
 	patched []int  // indexes of patched containers
 	names   []corev1.ResourceName
+	// pod is the reviewed pod as Decoded.Pod gives it, for the plan.
+	pod corev1.Pod
 }
 
 // small reports whether sc is small enough to be kept for reuse.
 func (sc *scratch) small() bool {
 	const max = 64 << 10
-	return cap(sc.path) <= max && cap(sc.updates) <= max && cap(sc.orig) <= max && cap(sc.patched) <= maxPooled && cap(sc.names) <= maxPooled
+	return cap(sc.path) <= max && cap(sc.updates) <= max && cap(sc.orig) <= max && cap(sc.patched) <= maxPooled && cap(sc.names) <= maxPooled &&
+		cap(sc.pod.Spec.Containers) <= maxPooled && cap(sc.pod.Spec.InitContainers) <= maxPooled && cap(sc.pod.OwnerReferences) <= maxPooled
 }
 
 // patchWriter appends "add" operations to a JSON array.
@@ -272,14 +274,15 @@ var (
 	observedContainersPath = []byte("/metadata/annotations/" + escape(annotations.ObservedContainers))
 )
 
-func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) ([]byte, bool, *recommendation.Plan, error) {
+// appendPatch appends the patch that gives pod the plan, computed for it
+// from vpa's recommendation.
+func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, sc *scratch) ([]byte, bool, error) {
 	start := len(dst)
 	w := patchWriter{buf: dst}
 	tooLarge := func() bool { return len(w.buf)-start+len(sc.updates)+len(sc.path) > MaxPatchBytes }
 	if pod.Annotations == nil {
 		w.addEmptyObject(annotationsPath)
 	}
-	plan := recommendation.PlanForPodShared(pod, vpa, lr)
 	resources := plan.Containers
 	sc.updates = append(sc.updates[:0], "Pod resources updated by "...)
 	sc.updates = append(sc.updates, vpa.Name...)
@@ -290,7 +293,7 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 		if len(r.Requests) == 0 && len(r.Limits) == 0 {
 			continue
 		}
-		c := &pod.Spec.Containers[i]
+		c := &pod.Containers[i]
 		sc.path = append(sc.path[:0], "/spec/containers/"...)
 		sc.path = strconv.AppendInt(sc.path, int64(i), 10)
 		sc.path = append(sc.path, "/resources"...)
@@ -311,7 +314,7 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 		addResources(&w, sc, "/limits", c.Resources.Limits, r.Limits, " limit", items)
 		sc.patched = append(sc.patched, i)
 		if tooLarge() {
-			return dst, false, &plan, errPatchTooLarge
+			return dst, false, errPatchTooLarge
 		}
 	}
 	if len(sc.patched) > 0 {
@@ -321,21 +324,21 @@ func appendPatch(dst []byte, pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, 
 	}
 	sc.path = sc.path[:0]
 	sc.updates = sc.updates[:0]
-	for i := range pod.Spec.Containers {
+	for i := range pod.Containers {
 		if i > 0 {
 			sc.path = append(sc.path, ", "...)
 		}
-		sc.path = append(sc.path, pod.Spec.Containers[i].Name...)
+		sc.path = append(sc.path, pod.Containers[i].Name...)
 		if tooLarge() {
-			return dst, false, &plan, errPatchTooLarge
+			return dst, false, errPatchTooLarge
 		}
 	}
 	w.addString(observedContainersPath, sc.path)
 	if tooLarge() {
-		return dst, false, &plan, errPatchTooLarge
+		return dst, false, errPatchTooLarge
 	}
 	w.buf = append(w.buf, ']')
-	return w.buf, len(sc.patched) > 0, &plan, nil
+	return w.buf, len(sc.patched) > 0, nil
 }
 
 func appendItem(b []byte, items *int, s, suffix string) []byte {
@@ -386,16 +389,16 @@ func addResources(w *patchWriter, sc *scratch, sub string, current, values corev
 // appendOriginal appends the openvpa.io/original-resources value for the
 // patched containers: the JSON that annotations.EncodeOriginal gives, keys in
 // order, a container name listed twice keeping its last container.
-func appendOriginal(b []byte, pod *corev1.Pod, sc *scratch) []byte {
+func appendOriginal(b []byte, pod *Decoded, sc *scratch) []byte {
 	idx := sc.patched
 	slices.SortStableFunc(idx, func(a, b int) int {
-		return strings.Compare(pod.Spec.Containers[a].Name, pod.Spec.Containers[b].Name)
+		return strings.Compare(pod.Containers[a].Name, pod.Containers[b].Name)
 	})
 	b = append(b, '{')
 	first := true
 	for k, i := range idx {
-		c := &pod.Spec.Containers[i]
-		if k+1 < len(idx) && pod.Spec.Containers[idx[k+1]].Name == c.Name {
+		c := &pod.Containers[i]
+		if k+1 < len(idx) && pod.Containers[idx[k+1]].Name == c.Name {
 			continue
 		}
 		if !first {

@@ -188,7 +188,7 @@ func TestCalculateGolden(t *testing.T) {
 			if err := json.Unmarshal(input, &pod); err != nil {
 				t.Fatal(err)
 			}
-			raw, _, err := AppendPatch(nil, &pod, tc.vpa, tc.lr)
+			raw, _, err := AppendPatch(nil, decodedFrom(&pod), tc.vpa, tc.lr)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,7 +285,7 @@ type fakeFinder struct {
 	err error
 }
 
-func (f fakeFinder) ControllingVPA(context.Context, *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+func (f fakeFinder) ControllingVPA(context.Context, *Decoded) (*vpav1.VerticalPodAutoscaler, error) {
 	return f.vpa, f.err
 }
 
@@ -321,7 +321,7 @@ func TestAdmit(t *testing.T) {
 			h := NewHandler(tc.finder, fakeLimits{})
 			pod := testPod(nil, ctr("app", nil, nil))
 			pod.Namespace = ""
-			res, err := h.Admit(context.Background(), pod, "ns", nil)
+			res, err := h.Admit(context.Background(), decodedFrom(pod), "ns", nil)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v", err)
 			}
@@ -337,7 +337,7 @@ func TestAdmit(t *testing.T) {
 
 type namespaceFinder struct{ seen *string }
 
-func (f namespaceFinder) ControllingVPA(_ context.Context, p *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+func (f namespaceFinder) ControllingVPA(_ context.Context, p *Decoded) (*vpav1.VerticalPodAutoscaler, error) {
 	*f.seen = p.Namespace
 	return nil, nil
 }
@@ -410,7 +410,7 @@ func TestAdmitLimitRangeConflict(t *testing.T) {
 				limits = rl("400m", "")
 			}
 			pod := testPod(map[string]string{}, ctr("app", rl("200m", ""), limits))
-			res, err := h.Admit(context.Background(), pod, "ns", nil)
+			res, err := h.Admit(context.Background(), decodedFrom(pod), "ns", nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,7 @@ import (
 
 type oneVPA struct{ v *vpav1.VerticalPodAutoscaler }
 
-func (o oneVPA) ControllingVPA(context.Context, *corev1.Pod) (*vpav1.VerticalPodAutoscaler, error) {
+func (o oneVPA) ControllingVPA(context.Context, *pod.Decoded) (*vpav1.VerticalPodAutoscaler, error) {
 	return o.v, nil
 }
 
