@@ -28,10 +28,18 @@ IMAGE_TOOLS := hack/tools/images
 # The test and sandbox programs, static for linux/amd64 like bin/.
 IMAGE_PROGRAMS := $(IMAGES_DIR)/bin/pause $(IMAGES_DIR)/bin/memhog
 
+# The local cluster's real node (hack/cluster/node.sh): its containerd, and the ctr built with it.
+NODE_CONTAINERD := $(or $(CLUSTER_DIR),$(CURDIR)/_output/cluster)/node/containerd.sock
+
 .PHONY: images
-images: build $(IMAGE_PROGRAMS) ## Write the component, pause and memhog images as OCI tarballs into _output/images.
+images: build $(IMAGE_PROGRAMS) ## Write the component, pause and memhog images as OCI tarballs into _output/images, and import them into the local cluster's real node if it runs.
 	$(GO) run -C $(IMAGE_TOOLS) . --bin-dir=$(CURDIR)/bin --pause=$(CURDIR)/$(IMAGES_DIR)/bin/pause \
 		--memhog=$(CURDIR)/$(IMAGES_DIR)/bin/memhog --out=$(CURDIR)/$(IMAGES_DIR)
+	@if [ -S "$(NODE_CONTAINERD)" ]; then \
+		hack/images/import.sh "$$(hack/cluster/build.sh --print)/ctr" "$(NODE_CONTAINERD)"; \
+	else \
+		echo "the real node is not running (make cluster-up); cluster-up imports the images when it starts"; \
+	fi
 
 $(IMAGES_DIR)/bin/%: FORCE
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -C $(IMAGE_TOOLS) -trimpath -ldflags='-s -w' -o $(CURDIR)/$@ ./$*

@@ -71,7 +71,6 @@ func install(t *testing.T) *env {
 	}
 	// The images of this tree's code, imported into the node's containerd.
 	run("make", "images")
-	run(filepath.Join(c.RepoRoot, "hack/images/import.sh"), filepath.Join(c.BinDir, "ctr"), filepath.Join(c.Dir, "node", "containerd.sock"))
 	t.Cleanup(func() { e.uninstall(t) })
 	if _, err := c.Client.CoreV1().Secrets(system).Get(context.Background(), "vpa-tls-certs", metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		run(filepath.Join(c.RepoRoot, "deploy/certs/self-signed/gencerts.sh"))
