@@ -226,20 +226,50 @@ func preflight(ctx context.Context, kube kubernetes.Interface, c config) error {
 	if err != nil {
 		return fmt.Errorf("listing nodes: %w", err)
 	}
-	capacity := int64(0)
-	for i := range nodes.Items {
-		capacity += nodes.Items[i].Status.Allocatable.Pods().Value()
-	}
 	pods, err := kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	free := capacity - int64(len(pods.Items))
-	if need := int64(c.deployments * c.replicas); need > free {
-		return fmt.Errorf("%d pods do not fit: the nodes have room for %d more (start the cluster with CLUSTER_NODES=%d)",
-			need, free, (need+int64(len(pods.Items)))/110+1)
+	need, free := room(nodes.Items, pods.Items, c)
+	if need > free {
+		return fmt.Errorf("%d more pods do not fit: the nodes they can run on have room for %d (start the cluster with more CLUSTER_NODES, 110 pods each)",
+			need, free)
 	}
 	return nil
+}
+
+// room returns how many pods the test still has to create and how many more fit on the nodes its
+// pods can run on: those without a NoSchedule or NoExecute taint (the pods tolerate none, so the
+// real node does not count). With --reuse, the namespace's pods are already there.
+func room(nodes []corev1.Node, pods []corev1.Pod, c config) (need, free int64) {
+	usable := map[string]bool{}
+	for i := range nodes {
+		n := &nodes[i]
+		tainted := false
+		for _, t := range n.Spec.Taints {
+			if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+				tainted = true
+			}
+		}
+		if !tainted && !n.Spec.Unschedulable {
+			usable[n.Name] = true
+			free += n.Status.Allocatable.Pods().Value()
+		}
+	}
+	need = int64(c.deployments * c.replicas)
+	for i := range pods {
+		p := &pods[i]
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		if c.reuse && p.Namespace == c.namespace {
+			need--
+		}
+		if usable[p.Spec.NodeName] {
+			free--
+		}
+	}
+	return max(need, 0), max(free, 0)
 }
 
 // usage spreads the simulated usage over a few values, so recommendations
