@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -98,13 +99,13 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	limitRanges := caches.AddLimitRanges(clients, ns)
-	pods := caches.Add(clients.Core, "pods", ns, &corev1.Pod{}, time.Hour, func(lo *metav1.ListOptions) {
+	pods := corelisters.NewPodLister(caches.Add(clients.Core, "pods", ns, &corev1.Pod{}, time.Hour, func(lo *metav1.ListOptions) {
 		lo.FieldSelector = fields.AndSelectors(
 			fields.OneTermNotEqualSelector("spec.nodeName", ""),
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 		).String()
-	}, target.StripManagedFields).GetIndexer()
+	}, target.StripManagedFields).GetIndexer())
 	vpaLister := vpalisters.NewVerticalPodAutoscalerLister(caches.AddVPAs(clients, ns).GetIndexer())
 
 	evictions, err := eviction.NewClient(restConfig)
@@ -146,17 +147,8 @@ func Run(ctx context.Context, o *options.Options) error {
 		InPlace:                      o.Features.Enabled(features.InPlace),
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
-		VPAs: listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),
-		Pods: listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) {
-			objs := pods.List()
-			out := make([]*corev1.Pod, 0, len(objs))
-			for _, o := range objs {
-				if p, ok := o.(*corev1.Pod); ok {
-					out = append(out, p)
-				}
-			}
-			return out, nil
-		}),
+		VPAs:        listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),
+		Pods:        listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) { return pods.List(labels.Everything()) }),
 		LimitRanges: limitRanges,
 		Resolver:    resolver,
 		Counter:     replicaCounter{workloads: workloads.Indexers},
