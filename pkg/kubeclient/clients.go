@@ -50,21 +50,21 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 	return c, nil
 }
 
-// ParameterCodec encodes list, get and patch options for the lean clients.
-var ParameterCodec = runtime.NewParameterCodec(builtinScheme)
+// parameterCodec encodes list, get and patch options for the lean clients.
+var parameterCodec = runtime.NewParameterCodec(builtinScheme)
 
 // Pods is a typed client of the pods in namespace, with the methods of
 // client-go's typed pod client (Get, List, Create, Update, Patch with
 // subresources such as "resize", Delete).
 func (c Clients) Pods(namespace string) *gentype.ClientWithList[*corev1.Pod, *corev1.PodList] {
-	return gentype.NewClientWithList("pods", c.Core, ParameterCodec, namespace,
+	return gentype.NewClientWithList("pods", c.Core, parameterCodec, namespace,
 		func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} },
 		gentype.PrefersProtobuf[*corev1.Pod]())
 }
 
 // Events is a typed client of the core/v1 Events in namespace.
 func (c Clients) Events(namespace string) *gentype.ClientWithList[*corev1.Event, *corev1.EventList] {
-	return gentype.NewClientWithList("events", c.Core, ParameterCodec, namespace,
+	return gentype.NewClientWithList("events", c.Core, parameterCodec, namespace,
 		func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} },
 		gentype.PrefersProtobuf[*corev1.Event]())
 }
