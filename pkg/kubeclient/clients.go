@@ -5,7 +5,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/gentype"
@@ -16,15 +15,15 @@ import (
 
 // Clients are the REST clients of the group versions every component reads:
 // the built-in ones over the lean scheme (protobuf), the VPA group's
-// generated client (JSON, as custom resources speak only JSON). A component
+// generated client (JSON, as custom resources speak only JSON). Leases have
+// their own client (pkg/leases). A component
 // builds its informers and most writes from one Clients; the few kinds only
 // one component writes have their clients in that component's package.
 type Clients struct {
-	Core         rest.Interface // core/v1
-	Apps         rest.Interface // apps/v1
-	Batch        rest.Interface // batch/v1
-	Coordination rest.Interface // coordination.k8s.io/v1
-	VPA          vpaclient.AutoscalingV1Interface
+	Core  rest.Interface // core/v1
+	Apps  rest.Interface // apps/v1
+	Batch rest.Interface // batch/v1
+	VPA   vpaclient.AutoscalingV1Interface
 }
 
 // NewClients builds Clients from cfg. The clients share one transport
@@ -39,9 +38,6 @@ func NewClients(cfg *rest.Config) (Clients, error) {
 		return c, err
 	}
 	if c.Batch, err = RESTClient(cfg, batchv1.SchemeGroupVersion); err != nil {
-		return c, err
-	}
-	if c.Coordination, err = RESTClient(cfg, coordinationv1.SchemeGroupVersion); err != nil {
 		return c, err
 	}
 	if c.VPA, err = vpaclient.NewForConfig(cfg); err != nil {
