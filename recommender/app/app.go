@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input"
+	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/loop"
 	"github.com/openvpa/openvpa/recommender/replay"
 )
@@ -166,6 +168,21 @@ func Run(ctx context.Context, o *options.Options) error {
 		},
 	}
 
+	var hist *history.Loader
+	if o.Storage == options.StoragePrometheus {
+		hcfg, err := o.HistoryConfig()
+		if err != nil {
+			return err
+		}
+		provider, err := history.NewProvider(hcfg, clk, history.NewMetrics(reg))
+		if err != nil {
+			return err
+		}
+		hist = history.NewLoader(provider, history.LoaderOptions{Clock: clk, Registerer: reg})
+		logger.Info("Usage history comes from Prometheus; checkpoints are neither read nor written", "address", hcfg.Address,
+			"historyLength", hcfg.Length, "resolution", hcfg.Resolution)
+	}
+
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
 	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom)
@@ -191,7 +208,7 @@ func Run(ctx context.Context, o *options.Options) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk)
+			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist)
 		})
 	})
 	err = g.Wait()
@@ -204,12 +221,20 @@ func Run(ctx context.Context, o *options.Options) error {
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
 	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
-	lh *healthserver.LoopHealth, clk clock.WithTicker) error {
+	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	watchNS := nsFilter.WatchNamespace()
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
-	store := checkpoint.NewStore(clients.VPA)
+	var store loop.CheckpointStore = checkpoint.NewStore(clients.VPA)
+	var historySource loop.HistorySource
+	if hist != nil {
+		// --storage=prometheus: history from Prometheus instead of checkpoints, as upstream.
+		store, historySource = nil, hist
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		wg.Go(func() { hist.Run(ctx) })
+	}
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
 		Namespaces:               nsFilter,
@@ -227,6 +252,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Metrics:     input.NewMetricsServer(metrics, watchNS),
 		OOMs:        oom.Drain,
 		Checkpoints: store,
+		History:     historySource,
 		Status:      loop.APIStatusWriter{Client: clients.VPA},
 		Estimator:   est,
 		Clock:       clk,
@@ -234,6 +260,14 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		OnLoop:      lh.MarkLoop,
 		LimitRanges: inf.LimitRanges,
 	})
+	if hist != nil {
+		// The first loop's statuses carry the history when it comes in time
+		// (a failed fetch does not hold the loop back: it is retried).
+		nss := rec.WantHistory(ctx)
+		start := clk.Now()
+		settled := hist.WaitSettled(ctx, nss, historyStartWait)
+		logger.Info("Waited for usage history before the first loop", "namespaces", len(nss), "settled", settled, "waited", clk.Since(start).Round(time.Millisecond))
+	}
 	if err := rec.Restore(ctx); err != nil {
 		// Without the saved history the first statuses would regress; retry
 		// on the next start rather than overwrite good checkpoints.
@@ -257,6 +291,10 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 	}
 	return nil
 }
+
+// historyStartWait bounds how long the first loop waits for the history of
+// the VPAs that exist at the start (--storage=prometheus).
+const historyStartWait = time.Minute
 
 // crdCheckTimeout bounds the readiness probe's discovery request.
 const crdCheckTimeout = 5 * time.Second

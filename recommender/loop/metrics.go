@@ -6,8 +6,10 @@ import (
 
 // Steps of the loop, the values of the step label.
 const (
-	StepLoadVPAs            = "LoadVPAs"
-	StepLoadPods            = "LoadPods"
+	StepLoadVPAs = "LoadVPAs"
+	StepLoadPods = "LoadPods"
+	// StepLoadHistory applies history fetched from Prometheus (not upstream's).
+	StepLoadHistory         = "LoadHistory"
 	StepLoadMetrics         = "LoadMetrics"
 	StepDeleteRemovedPods   = "DeleteRemovedPods"
 	StepUpdateVPAs          = "UpdateVPAs"

@@ -91,8 +91,9 @@ type Deps struct {
 	Estimator   estimator.Estimator
 	Clock       clock.WithTicker
 	Prom        *Metrics
-	// FetchingHistory reports whether history is still being loaded; nil means never.
-	FetchingHistory func() bool
+	// History loads past usage from Prometheus (--storage=prometheus); nil
+	// means checkpoints keep the history. With History, Checkpoints is nil.
+	History HistorySource
 	// OnLoop is called after every loop (e.g. healthserver.LoopHealth.MarkLoop).
 	OnLoop func()
 	// LimitRanges returns a namespace's LimitRanges; nil means none are
@@ -128,11 +129,16 @@ type vpaState struct {
 	// informer's copy until the informer catches up.
 	patchedOver string
 	patched     *vpav1.VerticalPodAutoscaler
+	// historyDone is whether the VPA's history was loaded (always true
+	// without a HistorySource); until then its status keeps its
+	// recommendation and says FetchingHistory.
+	historyDone bool
 }
 
 type podInfo struct {
-	vpas []types.NamespacedName
-	init map[string]struct{}
+	vpas   []types.NamespacedName
+	init   map[string]struct{}
+	labels map[string]string
 }
 
 // Recommender is the loop. Its methods must not be called concurrently.
@@ -205,6 +211,9 @@ func (r *Recommender) modelConfig(v *vpav1.VerticalPodAutoscaler, container stri
 // first status written already reflects the saved history. Corrupt
 // checkpoints are logged and skipped; they are overwritten at the next write.
 func (r *Recommender) Restore(ctx context.Context) error {
+	if r.deps.Checkpoints == nil {
+		return nil
+	}
 	logger := klog.FromContext(ctx)
 	cps, err := r.deps.Checkpoints.List(ctx, r.cfg.Namespaces.WatchNamespace())
 	if err != nil {
@@ -248,7 +257,8 @@ func (r *Recommender) state(v *vpav1.VerticalPodAutoscaler) *vpaState {
 	k := keyOf(v)
 	st, ok := r.vpas[k]
 	if !ok {
-		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{}, instances: map[instanceKey]*model.ContainerState{}}
+		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{}, instances: map[instanceKey]*model.ContainerState{},
+			historyDone: r.deps.History == nil}
 		r.vpas[k] = st
 	}
 	st.obj = v
@@ -292,6 +302,10 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 	t = r.timed(StepLoadVPAs, t)
 	r.loadPods(ctx)
 	t = r.timed(StepLoadPods, t)
+	if r.deps.History != nil {
+		r.applyHistory(ctx)
+		t = r.timed(StepLoadHistory, t)
+	}
 	r.loadMetrics(ctx)
 	t = r.timed(StepLoadMetrics, t)
 	r.deleteRemovedPods()
@@ -389,7 +403,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 			continue // only pods under a VPA are tracked
 		}
 		id := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
-		info := podInfo{}
+		info := podInfo{labels: pod.Labels}
 		if len(pod.InitContainers) > 0 {
 			info.init = map[string]struct{}{}
 			for _, c := range pod.InitContainers {
@@ -552,22 +566,25 @@ type objectCountKey struct {
 func (r *Recommender) updateVPAs(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
-	fetching := r.deps.FetchingHistory != nil && r.deps.FetchingHistory()
 	var jobs []statusJob
 	counts := map[objectCountKey]int{}
 	for _, st := range r.vpas {
-		res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
-		var rec *vpav1.RecommendedPodResources
-		if len(res.Containers) > 0 {
-			rec = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
+		var facts Facts
+		if st.historyDone {
+			res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
+			if len(res.Containers) > 0 {
+				facts.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
+			}
+			facts.Confidence = res.Confidence
+		} else {
+			// Never a recommendation computed without the history being
+			// fetched: the last one stays until the history is in.
+			facts.Recommendation = st.obj.Status.Recommendation
+			facts.FetchingHistory, facts.FetchingHistoryMessage = r.fetchingHistory(st.key.Namespace)
 		}
-		facts := Facts{
-			Recommendation:  rec,
-			Confidence:      res.Confidence,
-			PodsMatched:     st.podCount > 0,
-			Unsupported:     st.unsupported,
-			FetchingHistory: fetching,
-		}
+		rec := facts.Recommendation
+		facts.PodsMatched = st.podCount > 0
+		facts.Unsupported = st.unsupported
 		facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
 		status := BuildStatus(st.obj, facts, now)
 		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {
@@ -759,11 +776,11 @@ func (r *Recommender) writeCheckpoints(ctx context.Context, st *vpaState, now ti
 // not queued again; the outcome is applied to the schedule by the next loop
 // (a failed write stays due and is retried).
 func (r *Recommender) maintainCheckpoints(ctx context.Context) {
+	if r.deps.Checkpoints == nil {
+		return // --storage=prometheus: history lives in Prometheus
+	}
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
-	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
-		return // history still loading: checkpoints would save a partial view
-	}
 	type job struct {
 		vpa string
 		cps []encodedCheckpoint
@@ -891,7 +908,7 @@ func (r *Recommender) garbageCollect() {
 // WriteAllCheckpoints writes every VPA's checkpoints now, e.g. on graceful
 // shutdown. ctx bounds the whole operation.
 func (r *Recommender) WriteAllCheckpoints(ctx context.Context) error {
-	if r.deps.FetchingHistory != nil && r.deps.FetchingHistory() {
+	if r.deps.Checkpoints == nil {
 		return nil
 	}
 	now := r.deps.Clock.Now()

@@ -173,28 +173,6 @@ func TestLimitRangeConflictCondition(t *testing.T) {
 	}
 }
 
-func TestFetchingHistoryCondition(t *testing.T) {
-	h := newHarness(t, nil)
-	fetching := true
-	h.rec.deps.FetchingHistory = func() bool { return fetching }
-	h.addVPA("ns", "web", "web")
-	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
-	h.loops(2)
-	if c := h.condition(h.vpa("ns", "web"), vpav1.FetchingHistory); c == nil || c.Status != corev1.ConditionTrue {
-		t.Errorf("FetchingHistory = %+v, want True while loading", c)
-	}
-	h.clk.Step(time.Hour) // checkpoints would be due, but not while history loads
-	h.loop()
-	if n := h.count("create", "verticalpodautoscalercheckpoints"); n != 0 {
-		t.Errorf("checkpoints written while fetching history: %d", n)
-	}
-	fetching = false
-	h.loop()
-	if c := h.condition(h.vpa("ns", "web"), vpav1.FetchingHistory); c != nil {
-		t.Errorf("FetchingHistory still present: %+v", c)
-	}
-}
-
 func TestFiltering(t *testing.T) {
 	tests := map[string]struct {
 		name       string

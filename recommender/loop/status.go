@@ -20,6 +20,9 @@ const (
 	MessageNoPodsMatched  = "No pods match this VPA object"
 	ReasonLowConfidence   = "LowConfidence"
 	ReasonFetchingHistory = "FetchingHistory"
+	// ReasonHistoryFetchFailed: the last fetch of the history failed; it is
+	// retried with backoff.
+	ReasonHistoryFetchFailed = "HistoryFetchFailed"
 	// ReasonPodsKeepRequests: no capping of the recommendation gives a pod
 	// the API server admits, so pods keep their requests.
 	ReasonPodsKeepRequests = "PodsKeepRequests"
@@ -41,8 +44,9 @@ type Facts struct {
 	PodsMatched bool
 	// Unsupported is the ConfigUnsupported message; empty when the config is fine.
 	Unsupported string
-	// FetchingHistory is whether history is still being loaded.
-	FetchingHistory bool
+	// FetchingHistory is the FetchingHistory condition's reason while the
+	// VPA's history is being loaded, with its message; empty otherwise.
+	FetchingHistory, FetchingHistoryMessage string
 	// LimitRangeConflict is the LimitRangeConflict condition's reason and
 	// message; empty when the recommendation fits the pods.
 	LimitRangeConflict, LimitRangeConflictMessage string
@@ -125,8 +129,8 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 	} else {
 		cs.remove(vpav1.LowConfidence)
 	}
-	if f.FetchingHistory {
-		cs.set(vpav1.FetchingHistory, true, ReasonFetchingHistory, "Loading usage history")
+	if f.FetchingHistory != "" {
+		cs.set(vpav1.FetchingHistory, true, f.FetchingHistory, f.FetchingHistoryMessage)
 	} else {
 		cs.remove(vpav1.FetchingHistory)
 	}

@@ -93,7 +93,7 @@ func TestBuildStatus(t *testing.T) {
 				vpav1.RecommendationProvided: corev1.ConditionTrue, vpav1.NoPodsMatched: corev1.ConditionTrue},
 		},
 		"unsupported, nothing": {
-			facts: Facts{Unsupported: "Cannot read targetRef", FetchingHistory: true},
+			facts: Facts{Unsupported: "Cannot read targetRef", FetchingHistory: ReasonFetchingHistory},
 			want: map[vpav1.VerticalPodAutoscalerConditionType]corev1.ConditionStatus{
 				vpav1.RecommendationProvided: corev1.ConditionFalse, vpav1.NoPodsMatched: corev1.ConditionTrue,
 				vpav1.ConfigUnsupported: corev1.ConditionTrue, vpav1.FetchingHistory: corev1.ConditionTrue},

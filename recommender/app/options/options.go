@@ -21,6 +21,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
@@ -176,7 +177,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&p.CPUMetric, "history-cpu-metric", p.CPUMetric, "Prometheus metric used for CPU usage")
 	fs.StringVar(&p.MemoryMetric, "history-memory-metric", p.MemoryMetric, "Prometheus metric used for memory usage")
 	fs.StringVar(&p.PodLabelPrefix, "pod-label-prefix", p.PodLabelPrefix, "Which prefix to look for pod labels in metrics")
-	fs.StringVar(&p.MetricForPodLabels, "metric-for-pod-labels", p.MetricForPodLabels, "Which metric to look for pod labels in metrics")
+	fs.StringVar(&p.MetricForPodLabels, "metric-for-pod-labels", p.MetricForPodLabels, "Which metric to look for pod labels in metrics; a range selector (e.g. up{job=\"kubernetes-pods\"}[8d]) also finds pods that are gone")
 	fs.StringVar(&p.PodNamespaceLabel, "pod-namespace-label", p.PodNamespaceLabel, "Label name to look for pod namespaces")
 	fs.StringVar(&p.PodNameLabel, "pod-name-label", p.PodNameLabel, "Label name to look for pod names")
 	fs.StringVar(&p.ContainerNamespaceLabel, "container-namespace-label", p.ContainerNamespaceLabel, "Label name to look for container namespaces")
@@ -227,7 +228,9 @@ func (o *Options) Validate() error {
 	switch o.Storage {
 	case "", StorageCheckpoint:
 	case StoragePrometheus:
-		add(errors.New("--storage=prometheus: the Prometheus history provider is not available in this build; use checkpoint storage"))
+		if _, err := o.HistoryConfig(); err != nil {
+			add(err)
+		}
 	default:
 		add(fmt.Errorf("--storage must be %q or %q, got %q", StorageCheckpoint, StoragePrometheus, o.Storage))
 	}
@@ -240,17 +243,49 @@ func (o *Options) Validate() error {
 	if _, err := o.MaxAllowed(); err != nil {
 		add(err)
 	}
-	p := o.Prometheus
-	auth := 0
-	for _, set := range []bool{p.Username != "" || p.Password != "", p.BearerToken != "", p.BearerTokenFile != ""} {
-		if set {
-			auth++
-		}
-	}
-	if auth > 1 {
+	if p := o.Prometheus; o.Storage != StoragePrometheus && ((p.Username != "" || p.Password != "") && (p.BearerToken != "" || p.BearerTokenFile != "") || p.BearerToken != "" && p.BearerTokenFile != "") {
+		// Checked in every mode, as upstream does (HistoryConfig checks it too).
 		add(errors.New("--username/--password, --prometheus-bearer-token and --prometheus-bearer-token-file are mutually exclusive"))
 	}
 	return errors.Join(errs...)
+}
+
+// HistoryConfig returns the Prometheus history provider's configuration
+// (--storage=prometheus), validated.
+func (o *Options) HistoryConfig() (history.Config, error) {
+	p := o.Prometheus
+	var errs []error
+	length, err := history.ParseDuration("--history-length", p.HistoryLength)
+	errs = append(errs, err)
+	resolution, err := history.ParseDuration("--history-resolution", p.HistoryResolution)
+	errs = append(errs, err)
+	timeout, err := history.ParseDuration("--prometheus-query-timeout", p.QueryTimeout)
+	errs = append(errs, err)
+	c := history.Config{
+		Address:                 p.Address,
+		Insecure:                p.Insecure,
+		CadvisorJobName:         p.CadvisorJobName,
+		Length:                  length,
+		Resolution:              resolution,
+		CPUMetric:               p.CPUMetric,
+		MemoryMetric:            p.MemoryMetric,
+		QueryTimeout:            timeout,
+		PodLabelsMetric:         p.MetricForPodLabels,
+		PodLabelPrefix:          p.PodLabelPrefix,
+		PodNamespaceLabel:       p.PodNamespaceLabel,
+		PodNameLabel:            p.PodNameLabel,
+		ContainerNamespaceLabel: p.ContainerNamespaceLabel,
+		ContainerPodNameLabel:   p.ContainerPodNameLabel,
+		ContainerNameLabel:      p.ContainerNameLabel,
+		Username:                p.Username,
+		Password:                p.Password,
+		BearerToken:             p.BearerToken,
+		BearerTokenFile:         p.BearerTokenFile,
+	}
+	if err := errors.Join(errs...); err != nil {
+		return c, err
+	}
+	return c, c.Validate()
 }
 
 // Warnings returns notes about deprecated flags that are set.

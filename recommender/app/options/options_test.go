@@ -63,6 +63,14 @@ func TestValidate(t *testing.T) {
 		"zero workers":              {args: []string{"--update-worker-count=0"}, wantErr: "--update-worker-count"},
 		"unknown estimator":         {args: []string{"--estimator=magic"}, wantErr: "--estimator"},
 		"fine":                      {args: []string{"--vpa-object-namespace=a", "--recommender-interval=5s"}},
+		"prometheus storage":        {args: []string{"--storage=prometheus", "--prometheus-address=https://prom:9090", "--history-length=2w"}},
+		"prometheus auth exclusive in prometheus mode": {args: []string{"--storage=prometheus", "--prometheus-bearer-token=t", "--prometheus-bearer-token-file=/f"}, wantErr: "mutually exclusive"},
+		"bad history length":                           {args: []string{"--storage=prometheus", "--history-length=8days"}, wantErr: "--history-length"},
+		"resolution above length":                      {args: []string{"--storage=prometheus", "--history-length=1h", "--history-resolution=2h"}, wantErr: "must not exceed"},
+		"bad prometheus address":                       {args: []string{"--storage=prometheus", "--prometheus-address=prometheus:9090"}, wantErr: "--prometheus-address"},
+		"bad pod labels metric":                        {args: []string{"--storage=prometheus", "--metric-for-pod-labels=sum(up)"}, wantErr: "--metric-for-pod-labels"},
+		"bad container label":                          {args: []string{"--storage=prometheus", "--container-name-label=a-b"}, wantErr: "--container-name-label"},
+		"history flags unused by checkpoint mode":      {args: []string{"--history-length=8days"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,170 @@
+package history
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	prommodel "github.com/prometheus/common/model"
+)
+
+// MaxPointsPerSeries is the most steps one range query asks for: Prometheus
+// refuses range queries of more than 11,000 points per series.
+const MaxPointsPerSeries = 10000
+
+// Config is the provider's configuration; every field has an upstream flag
+// (recommender/app/options).
+type Config struct {
+	// Address is the Prometheus server's base URL.
+	Address string
+	// Insecure skips TLS verification of an https Address.
+	Insecure bool
+	// CadvisorJobName is the job label of the cAdvisor series; empty
+	// leaves the job out of the selector.
+	CadvisorJobName string
+	// Length is how far back history is read, Resolution the step.
+	Length, Resolution time.Duration
+	// CPUMetric and MemoryMetric are the cAdvisor metric names.
+	CPUMetric, MemoryMetric string
+	// QueryTimeout bounds each query, on the server and in the client.
+	QueryTimeout time.Duration
+	// PodLabelsMetric is the selector of the series that carry the pods'
+	// labels, each label named PodLabelPrefix + its name; the pod is named
+	// by the PodNamespaceLabel and PodNameLabel labels.
+	PodLabelsMetric                 string
+	PodLabelPrefix                  string
+	PodNamespaceLabel, PodNameLabel string
+	// Container series labels: namespace, pod and container name.
+	ContainerNamespaceLabel, ContainerPodNameLabel, ContainerNameLabel string
+	// Basic auth, or a bearer token (inline or read from a file at every
+	// request, so a rotated token is picked up).
+	Username, Password, BearerToken, BearerTokenFile string
+	// MaxPointsPerSeries bounds the steps of one range query; zero means
+	// MaxPointsPerSeries.
+	MaxPointsPerSeries int
+}
+
+// ParseDuration parses a Prometheus duration ("8d", "1h", "90s").
+func ParseDuration(flag, s string) (time.Duration, error) {
+	d, err := prommodel.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", flag, err)
+	}
+	if d <= 0 {
+		return 0, fmt.Errorf("%s must be positive, got %q", flag, s)
+	}
+	return time.Duration(d), nil
+}
+
+var (
+	labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+	// selectorShape is a metric name with an optional label matcher list
+	// and an optional range: what --metric-for-pod-labels may be.
+	selectorShape = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)?(\{[^{}]*\})?(\[[0-9a-z]+\])?$`)
+	metricName    = regexp.MustCompile(`^[a-zA-Z_:][a-zA-Z0-9_:]*$`)
+)
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	u, err := url.Parse(c.Address)
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("--prometheus-address: %w", err))
+	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
+		errs = append(errs, fmt.Errorf("--prometheus-address must be an http or https URL, got %q", c.Address))
+	}
+	if c.Length <= 0 || c.Resolution <= 0 {
+		errs = append(errs, errors.New("--history-length and --history-resolution must be positive"))
+	} else if c.Resolution > c.Length {
+		errs = append(errs, fmt.Errorf("--history-resolution (%v) must not exceed --history-length (%v)", c.Resolution, c.Length))
+	}
+	if c.QueryTimeout <= 0 {
+		errs = append(errs, errors.New("--prometheus-query-timeout must be positive"))
+	}
+	for flag, v := range map[string]string{"--history-cpu-metric": c.CPUMetric, "--history-memory-metric": c.MemoryMetric} {
+		if !metricName.MatchString(v) {
+			errs = append(errs, fmt.Errorf("%s must be a metric name, got %q", flag, v))
+		}
+	}
+	for flag, v := range map[string]string{
+		"--pod-namespace-label": c.PodNamespaceLabel, "--pod-name-label": c.PodNameLabel,
+		"--container-namespace-label": c.ContainerNamespaceLabel, "--container-pod-name-label": c.ContainerPodNameLabel,
+		"--container-name-label": c.ContainerNameLabel,
+	} {
+		if !labelName.MatchString(v) {
+			errs = append(errs, fmt.Errorf("%s must be a label name, got %q", flag, v))
+		}
+	}
+	if m := selectorShape.FindStringSubmatch(c.PodLabelsMetric); m == nil || m[1] == "" && m[2] == "" {
+		errs = append(errs, fmt.Errorf(`--metric-for-pod-labels must be a series selector such as up{job="kubernetes-pods"}, optionally with a range such as [8d], got %q`, c.PodLabelsMetric))
+	}
+	auth := 0
+	for _, set := range []bool{c.Username != "" || c.Password != "", c.BearerToken != "", c.BearerTokenFile != ""} {
+		if set {
+			auth++
+		}
+	}
+	if auth > 1 {
+		errs = append(errs, errors.New("--username/--password, --prometheus-bearer-token and --prometheus-bearer-token-file are mutually exclusive"))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) maxPoints() int {
+	if c.MaxPointsPerSeries > 0 {
+		return c.MaxPointsPerSeries
+	}
+	return MaxPointsPerSeries
+}
+
+// containerSelector is upstream's label matcher list of the cAdvisor series,
+// restricted to one namespace.
+func (c Config) containerSelector(namespace string) string {
+	var b strings.Builder
+	if c.CadvisorJobName != "" {
+		fmt.Fprintf(&b, "job=%s, ", strconv.Quote(c.CadvisorJobName))
+	}
+	fmt.Fprintf(&b, `%s=~".+", %s!="POD", %s!="", %s=%s`, c.ContainerPodNameLabel, c.ContainerNameLabel, c.ContainerNameLabel,
+		c.ContainerNamespaceLabel, strconv.Quote(namespace))
+	return b.String()
+}
+
+// CPUQuery is the range query of a namespace's CPU usage in cores.
+func (c Config) CPUQuery(namespace string) string {
+	return fmt.Sprintf("rate(%s{%s}[%s])", c.CPUMetric, c.containerSelector(namespace), prommodel.Duration(c.Resolution))
+}
+
+// MemoryQuery is the range query of a namespace's memory usage in bytes.
+func (c Config) MemoryQuery(namespace string) string {
+	return fmt.Sprintf("%s{%s}", c.MemoryMetric, c.containerSelector(namespace))
+}
+
+// LabelsQuery is the instant query of a namespace's pod labels: the pod
+// labels metric with the namespace matcher added. A metric with a range
+// (up{job="kubernetes-pods"}[8d]) is queried as last_over_time over it: the
+// labels of every pod seen in the range, one point each, where upstream
+// would load every raw sample of the range.
+func (c Config) LabelsQuery(namespace string) string {
+	sel, rng := c.PodLabelsMetric, ""
+	if i := strings.LastIndexByte(sel, '['); i >= 0 {
+		sel, rng = sel[:i], sel[i:]
+	}
+	matcher := c.PodNamespaceLabel + "=" + strconv.Quote(namespace)
+	switch {
+	case strings.HasSuffix(sel, "{}"):
+		sel = strings.TrimSuffix(sel, "}") + matcher + "}"
+	case strings.HasSuffix(sel, "}"):
+		sel = strings.TrimSuffix(sel, "}") + ", " + matcher + "}"
+	default:
+		sel += "{" + matcher + "}"
+	}
+	if rng != "" {
+		return "last_over_time(" + sel + rng + ")"
+	}
+	return sel
+}
