@@ -35,11 +35,7 @@ node_packages() {
   command -v conntrack >/dev/null || missing+=(conntrack)
   command -v ip >/dev/null || missing+=(iproute2)
   ((${#missing[@]} == 0)) && return 0
-  step "installing ${missing[*]} (Debian packages)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >"${LOGS}/apt.log" 2>&1 ||
-    { DEBIAN_FRONTEND=noninteractive apt-get update >>"${LOGS}/apt.log" 2>&1 &&
-      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" >>"${LOGS}/apt.log" 2>&1; } ||
-    fail_with_log apt "could not install ${missing[*]}"
+  install_packages "${missing[@]}"
 }
 
 # node_network: the namespace, the veth pair and the routes, made when missing.

@@ -42,6 +42,23 @@ fail_with_log() {
   die "$2 (full log: ${log})"
 }
 
+# install_packages <package...>: installs Debian packages with apt-get, updating the package
+# lists first only when the install fails (they may be stale on a fresh machine).
+install_packages() {
+  step "installing $* (Debian packages)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >"${LOGS}/apt.log" 2>&1 ||
+    { DEBIAN_FRONTEND=noninteractive apt-get update >>"${LOGS}/apt.log" 2>&1 &&
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$@" >>"${LOGS}/apt.log" 2>&1; } ||
+    fail_with_log apt "could not install $*"
+}
+
+# test_packages: what the e2e tests run beside the cluster: Prometheus and promtool (e2e/history
+# backfills a Prometheus with days of history and starts it per test).
+test_packages() {
+  command -v prometheus >/dev/null && command -v promtool >/dev/null && return 0
+  install_packages prometheus
+}
+
 # running <component>: true when the PID file names the component's own process, started for
 # this CLUSTER_DIR (identity, see proc.sh).
 running() {
@@ -253,6 +270,7 @@ main() {
   lock_cluster "${CLUSTER_DIR}" 600 ||
     die "another cluster-up or cluster-down has held ${CLUSTER_DIR}/cluster-up.lock for 10 minutes"
   mkdir -p "${LOGS}" "${PIDS}"
+  test_packages
 
   "${CLUSTER_HACK_DIR}/gencerts.sh" "${PKI}"
   write_kubeconfig "${ADMIN_KUBECONFIG}" kubernetes-admin "${PKI}/admin.crt" "${PKI}/admin.key"
