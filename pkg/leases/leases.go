@@ -38,6 +38,21 @@ func New(cfg *rest.Config) (Client, error) {
 	return &leaseClient{rest: rc}, nil
 }
 
+// ListClient is a Client that also lists Leases by label, for pkg/shards.
+type ListClient interface {
+	Client
+	List(ctx context.Context, namespace, labelSelector string) (*coordinationv1.LeaseList, error)
+}
+
+// NewListClient is New, with List.
+func NewListClient(cfg *rest.Config) (ListClient, error) {
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c.(*leaseClient), nil
+}
+
 type leaseClient struct {
 	rest *rest.RESTClient
 }
@@ -71,6 +86,15 @@ func (c *leaseClient) Update(ctx context.Context, lease *coordinationv1.Lease) (
 	}
 	out := &coordinationv1.Lease{}
 	err := c.rest.Put().Namespace(lease.Namespace).Resource(leasesResource).Name(lease.Name).Body(lease).Do(ctx).Into(out)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *leaseClient) List(ctx context.Context, namespace, labelSelector string) (*coordinationv1.LeaseList, error) {
+	out := &coordinationv1.LeaseList{}
+	err := c.rest.Get().Namespace(namespace).Resource(leasesResource).Param("labelSelector", labelSelector).Do(ctx).Into(out)
 	if err != nil {
 		return nil, err
 	}

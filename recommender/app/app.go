@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/klog/v2"
@@ -26,6 +27,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
+	"github.com/openvpa/openvpa/pkg/shards"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/app/options"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
@@ -183,6 +185,28 @@ func Run(ctx context.Context, o *options.Options) error {
 			"historyLength", hcfg.Length, "resolution", hcfg.Resolution)
 	}
 
+	var shardManager *shards.Manager
+	if o.Shards > 0 {
+		lc, err := leases.NewListClient(cfg)
+		if err != nil {
+			return err
+		}
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("reading the hostname for the shard identity: %w", err)
+		}
+		le := o.LeaderElection
+		shardManager, err = shards.New(shards.Options{
+			Shards: o.Shards, Name: le.ResourceName, Namespace: le.ResourceNamespace, Identity: host + "_" + uuid.NewString(),
+			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
+			Clock: clk, Registerer: reg,
+		}, lc)
+		if err != nil {
+			return err
+		}
+		logger.Info("Shard identity", "identity", shardManager.Identity(), "shards", o.Shards)
+	}
+
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
 	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom)
@@ -204,11 +228,16 @@ func Run(ctx context.Context, o *options.Options) error {
 		}
 		ready.Store(true)
 		klog.FromContext(gctx).Info("Informer caches synced")
+		if shardManager != nil {
+			return runSharded(gctx, shardManager, o.LeaderElection.RenewDeadline, func(ctx context.Context) error {
+				return lead(ctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist, shardManager)
+			})
+		}
 		return leaderelection.Run(gctx, election, leaseClient, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist)
+			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist, nil)
 		})
 	})
 	err = g.Wait()
@@ -221,7 +250,7 @@ func Run(ctx context.Context, o *options.Options) error {
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
 	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
-	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader) error {
+	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader, sm *shards.Manager) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	watchNS := nsFilter.WatchNamespace()
@@ -234,6 +263,10 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() { hist.Run(ctx) })
+	}
+	var shardSource loop.ShardSource
+	if sm != nil {
+		shardSource = sm
 	}
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
@@ -253,6 +286,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		OOMs:        oom.Drain,
 		Checkpoints: store,
 		History:     historySource,
+		Shards:      shardSource,
 		Status:      loop.APIStatusWriter{Client: clients.VPA},
 		Estimator:   est,
 		Clock:       clk,
@@ -290,6 +324,22 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		}
 	}
 	return nil
+}
+
+// runSharded runs the loop while the shard manager keeps this replica's
+// shards. The Leases outlive the loop, so that its last checkpoints are
+// written while the shards are still held, and are released after it.
+func runSharded(ctx context.Context, m *shards.Manager, releaseTimeout time.Duration, run func(context.Context) error) error {
+	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() { m.Run(mctx) })
+	err := run(ctx)
+	stop()
+	wg.Wait()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	m.Release(rctx)
+	return err
 }
 
 // historyStartWait bounds how long the first loop waits for the history of

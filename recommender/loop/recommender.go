@@ -91,6 +91,9 @@ type Deps struct {
 	Estimator   estimator.Estimator
 	Clock       clock.WithTicker
 	Prom        *Metrics
+	// Shards divides the VPAs among replicas (--shards); nil means this
+	// replica serves every VPA.
+	Shards ShardSource
 	// History loads past usage from Prometheus (--storage=prometheus); nil
 	// means checkpoints keep the history. With History, Checkpoints is nil.
 	History HistorySource
@@ -159,6 +162,9 @@ type Recommender struct {
 	bg                 background
 	statusInflight     map[types.NamespacedName]struct{}
 	checkpointInflight map[string]struct{}
+
+	// owned are the shards this replica serves (Deps.Shards).
+	owned map[int]bool
 }
 
 // New returns a Recommender.
@@ -195,7 +201,19 @@ func keyOf(v *vpav1.VerticalPodAutoscaler) types.NamespacedName {
 
 // handles reports whether this recommender is responsible for v.
 func (r *Recommender) handles(v *vpav1.VerticalPodAutoscaler) bool {
-	return r.cfg.Namespaces.Allows(v.Namespace) && v.SelectsRecommender(r.cfg.RecommenderName)
+	return r.cfg.Namespaces.Allows(v.Namespace) && v.SelectsRecommender(r.cfg.RecommenderName) && r.serves(keyOf(v))
+}
+
+// serves reports whether the VPA's shard is one this replica serves.
+func (r *Recommender) serves(k types.NamespacedName) bool {
+	return r.deps.Shards == nil || r.owned[r.deps.Shards.Of(k.String())]
+}
+
+// mayWrite reports whether this replica may write the VPA's status and
+// checkpoints now: without shards always, with shards while it holds the
+// VPA's shard.
+func (r *Recommender) mayWrite(k types.NamespacedName) bool {
+	return r.deps.Shards == nil || r.deps.Shards.Valid(r.deps.Shards.Of(k.String()))
 }
 
 // modelConfig returns the model configuration of a VPA's container.
@@ -211,6 +229,12 @@ func (r *Recommender) modelConfig(v *vpav1.VerticalPodAutoscaler, container stri
 // first status written already reflects the saved history. Corrupt
 // checkpoints are logged and skipped; they are overwritten at the next write.
 func (r *Recommender) Restore(ctx context.Context) error {
+	return r.restore(ctx, nil)
+}
+
+// restore loads the checkpoints of the handled VPAs that keep accepts (nil:
+// all).
+func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedName) bool) error {
 	if r.deps.Checkpoints == nil {
 		return nil
 	}
@@ -224,6 +248,9 @@ func (r *Recommender) Restore(ctx context.Context) error {
 	var mine []vpav1.VerticalPodAutoscalerCheckpoint
 	for _, cp := range cps {
 		k := types.NamespacedName{Namespace: cp.Namespace, Name: cp.Spec.VPAObjectName}
+		if keep != nil && !keep(k) {
+			continue
+		}
 		v, err := r.deps.VPAs.VerticalPodAutoscalers(k.Namespace).Get(k.Name)
 		if err != nil || !r.handles(v) {
 			continue
@@ -298,6 +325,9 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 	begin := r.deps.Clock.Now()
 	t := begin
 	r.bg.apply()
+	if r.deps.Shards != nil {
+		r.syncShards(ctx)
+	}
 	r.loadVPAs(ctx)
 	t = r.timed(StepLoadVPAs, t)
 	r.loadPods(ctx)
@@ -667,12 +697,16 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 		updated := make([]*vpav1.VerticalPodAutoscaler, len(jobs))
 		r.parallel(ctx, len(jobs), func(i int) {
 			j := jobs[i]
+			if !r.mayWrite(j.key) {
+				return // the shard moved to another replica meanwhile
+			}
 			u, err := r.deps.Status.WriteStatus(ctx, j.obj, j.status)
 			r.deps.Prom.write("status", err)
 			if err != nil {
 				logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.obj))
 				return
 			}
+			logger.V(5).Info("Wrote VPA status", "vpa", j.key.String())
 			updated[i] = u
 		}, false)
 		r.bg.finished(func() {
@@ -752,6 +786,10 @@ func (r *Recommender) encodeCheckpoints(st *vpaState, now time.Time) ([]encodedC
 func (r *Recommender) writeEncoded(ctx context.Context, cps []encodedCheckpoint) error {
 	var errs []error
 	for _, cp := range cps {
+		if !r.mayWrite(types.NamespacedName{Namespace: cp.key.Namespace, Name: cp.key.VPA}) {
+			errs = append(errs, fmt.Errorf("checkpoint of %s/%s not written: its shard is not held", cp.key.Namespace, cp.key.VPA))
+			continue
+		}
 		err := r.deps.Checkpoints.Write(ctx, cp.key, cp.status)
 		r.deps.Prom.write("checkpoint", err)
 		if err != nil {
@@ -859,8 +897,8 @@ func (r *Recommender) WaitWrites() { r.bg.wait() }
 func (r *Recommender) collectCheckpoints(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	deleted, err := r.deps.Checkpoints.GarbageCollect(ctx, r.cfg.Namespaces.WatchNamespace(), func(cp *vpav1.VerticalPodAutoscalerCheckpoint) bool {
-		if !r.cfg.Namespaces.Allows(cp.Namespace) {
-			return true
+		if !r.cfg.Namespaces.Allows(cp.Namespace) || !r.serves(types.NamespacedName{Namespace: cp.Namespace, Name: cp.Spec.VPAObjectName}) {
+			return true // another recommender's or another replica's
 		}
 		v, err := r.deps.VPAs.VerticalPodAutoscalers(cp.Namespace).Get(cp.Spec.VPAObjectName)
 		if err != nil {

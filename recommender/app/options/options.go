@@ -20,6 +20,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/shards"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -75,6 +76,7 @@ type Options struct {
 	Profiling                bool
 	Storage                  string
 	MemorySaver              bool
+	Shards                   int
 	Estimator                string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
@@ -153,6 +155,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
 	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
+	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain) or "peak"`)
 
 	fs = s.FlagSet("estimator")
@@ -220,6 +223,18 @@ func (o *Options) Validate() error {
 	} {
 		if d <= 0 {
 			add(fmt.Errorf("%s must be positive, got %v", name, d))
+		}
+	}
+	if o.Shards < 0 || o.Shards > shards.MaxShards {
+		add(fmt.Errorf("--shards must be between 0 and %d, got %d", shards.MaxShards, o.Shards))
+	}
+	if o.Shards > 0 {
+		le := o.LeaderElection
+		switch {
+		case le.LeaderElect:
+			add(errors.New("--shards and --leader-elect are mutually exclusive: with shards every replica is active on its own shards"))
+		case le.RenewDeadline <= 0 || le.RenewDeadline >= le.LeaseDuration || le.RetryPeriod <= 0:
+			add(fmt.Errorf("--shards: --leader-elect-renew-deadline (%v) must be positive and less than --leader-elect-lease-duration (%v), and --leader-elect-retry-period positive", le.RenewDeadline, le.LeaseDuration))
 		}
 	}
 	if o.UpdateWorkerCount < 1 {

@@ -71,6 +71,10 @@ func TestValidate(t *testing.T) {
 		"bad pod labels metric":                        {args: []string{"--storage=prometheus", "--metric-for-pod-labels=sum(up)"}, wantErr: "--metric-for-pod-labels"},
 		"bad container label":                          {args: []string{"--storage=prometheus", "--container-name-label=a-b"}, wantErr: "--container-name-label"},
 		"history flags unused by checkpoint mode":      {args: []string{"--history-length=8days"}},
+		"shards":                      {args: []string{"--shards=8"}},
+		"too many shards":             {args: []string{"--shards=65"}, wantErr: "--shards"},
+		"shards with leader election": {args: []string{"--shards=8", "--leader-elect"}, wantErr: "mutually exclusive"},
+		"shards with bad timings":     {args: []string{"--shards=8", "--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -1,0 +1,265 @@
+package leaderelection
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/e2e/framework"
+	"github.com/openvpa/openvpa/pkg/shards"
+)
+
+const (
+	shardCount = 8
+	shardGroup = "vpa-recommender-lease"
+)
+
+// wroteRe matches the recommender's log line of one status write (-v=5),
+// with klog's time of day.
+var wroteRe = regexp.MustCompile(`(?m)^I\d{4} (\d\d:\d\d:\d\d\.\d{6}) .*"Wrote VPA status".* vpa="([^"]+)"`)
+
+type write struct {
+	at      string
+	replica int
+}
+
+// TestShardsDivideVPAsAndHandOver runs three recommender replicas with
+// --shards=8 over 40 VPAs, with the RBAC from deploy/: every VPA gets its
+// recommendation, the replicas hold 2 or 3 shards each, and no VPA's status
+// is written by two replicas in turn. After SIGKILL of one replica its
+// shards are taken over within the lease duration plus one interval, and
+// the new holders restore the VPAs' checkpoints instead of starting over.
+func TestShardsDivideVPAsAndHandOver(t *testing.T) {
+	c := framework.Start(t)
+	c.InstallCRDs(t)
+	c.ApplyRBAC(t, "recommender")
+	ns := c.NewNamespace(t)
+	ctx := context.Background()
+	leases := c.Client.CoordinationV1().Leases("kube-system")
+	cleanup := func() {
+		_ = leases.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: shards.LabelGroup + "=" + shardGroup})
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+
+	vpas := vpaclient.NewForConfigOrDie(c.Config)
+	off := vpav1.UpdateModeOff
+	for i := range 40 {
+		name := fmt.Sprintf("w%02d", i)
+		c.CreateDeployment(t, ns, framework.Workload{Name: name, Usage: framework.Usage{CPU: "200m", Memory: "150Mi"}})
+		v := &vpav1.VerticalPodAutoscaler{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: vpav1.VerticalPodAutoscalerSpec{
+				TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
+				UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &off},
+			},
+		}
+		if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitForPods(t, ns, "", 40, framework.PodRunning)
+
+	binary := c.BuildBinary(t, "./recommender")
+	var procs []*framework.Process
+	for i := range 3 {
+		procs = append(procs, c.RunComponent(t, framework.Component{
+			Name:   fmt.Sprintf("vpa-recommender-%d", i),
+			Binary: binary,
+			Args: []string{"--vpa-object-namespace=" + ns, "--address=127.0.0.1:0", fmt.Sprintf("--shards=%d", shardCount),
+				"--leader-elect-lease-duration=" + testLeaseDuration.String(), "--leader-elect-renew-deadline=3s",
+				"--leader-elect-retry-period=1s", "--recommender-interval=" + testInterval.String(),
+				"--checkpoints-write-interval=2s", "--checkpoints-timeout=5s", "--v=5"},
+			ServiceAccount: "kube-system/vpa-recommender",
+		}))
+	}
+
+	holders := func() (map[string][]int, error) {
+		l, err := leases.List(ctx, metav1.ListOptions{LabelSelector: shards.LabelRole + "=" + shards.RoleShard})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string][]int{}
+		for _, lease := range l.Items {
+			if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" && lease.Labels[shards.LabelGroup] == shardGroup {
+				var i int
+				fmt.Sscanf(strings.TrimPrefix(lease.Name, shardGroup+"-shard-"), "%d", &i)
+				out[h] = append(out[h], i)
+			}
+		}
+		return out, nil
+	}
+	// Every VPA served, the shards divided 3/3/2.
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		l, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, v := range l.Items {
+			if v.Status.Recommendation == nil {
+				return false, fmt.Errorf("%s has no recommendation yet", v.Name)
+			}
+		}
+		h, err := holders()
+		if err != nil {
+			return false, err
+		}
+		if len(h) != 3 {
+			return false, fmt.Errorf("shard holders %v, want 3", h)
+		}
+		total := 0
+		for _, s := range h {
+			if len(s) < 2 || len(s) > 3 {
+				return false, fmt.Errorf("shard holders %v, want 2 or 3 shards each", h)
+			}
+			total += len(s)
+		}
+		if total != shardCount {
+			return false, fmt.Errorf("%d shards held, want %d", total, shardCount)
+		}
+		return true, nil
+	})
+
+	// Let the checkpoints accumulate samples, then kill one replica.
+	cps := func() (map[string]int, error) {
+		l, err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		out := map[string]int{}
+		for _, cp := range l.Items {
+			out[cp.Spec.VPAObjectName] = cp.Status.TotalSamplesCount
+		}
+		return out, nil
+	}
+	var before map[string]int
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		var err error
+		if before, err = cps(); err != nil {
+			return false, err
+		}
+		for name, n := range before {
+			if n < 4 {
+				return false, fmt.Errorf("checkpoint of %s has %d samples", name, n)
+			}
+		}
+		if len(before) != 40 {
+			return false, fmt.Errorf("%d checkpoints", len(before))
+		}
+		return true, nil
+	})
+	h, err := holders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim := 0
+	victimID := identityOf(t, procs[victim])
+	victimShards := h[victimID]
+	if len(victimShards) == 0 {
+		t.Fatalf("replica 0 (%s) holds no shard: %v", victimID, h)
+	}
+	if err := procs[victim].Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		h, err := holders()
+		if err != nil {
+			return false, err
+		}
+		if _, ok := h[victimID]; ok {
+			return false, fmt.Errorf("the killed replica still holds %v", h[victimID])
+		}
+		total := 0
+		for _, s := range h {
+			total += len(s)
+		}
+		if total != shardCount {
+			return false, fmt.Errorf("%d shards held", total)
+		}
+		return true, nil
+	})
+	took := time.Since(killed)
+	t.Logf("shards %v of the killed replica taken over %v after SIGKILL", victimShards, took.Round(10*time.Millisecond))
+	if limit := testLeaseDuration + testInterval + 2*time.Second; took > limit {
+		t.Errorf("hand-over took %v, want within the lease duration + one interval (+2 s of polling), %v", took, limit)
+	}
+
+	// The new holders restored the checkpoints (their statuses need no
+	// write: the restored history gives the same recommendation), so the
+	// sample counts they write go on from where they were.
+	moved := map[string]bool{}
+	for name := range before {
+		if containsInt(victimShards, shards.Of(ns+"/"+name, shardCount)) {
+			moved[name] = true
+		}
+	}
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		after, err := cps()
+		if err != nil {
+			return false, err
+		}
+		for name := range moved {
+			if after[name] <= before[name] {
+				return false, fmt.Errorf("checkpoint of %s: %d samples, was %d", name, after[name], before[name])
+			}
+		}
+		return true, nil
+	})
+
+	// No VPA was written by two replicas in turn.
+	writes := map[string][]write{}
+	for i, p := range procs {
+		for _, m := range wroteRe.FindAllStringSubmatch(p.Log(), -1) {
+			writes[m[2]] = append(writes[m[2]], write{at: m[1], replica: i})
+		}
+	}
+	if len(writes) != 40 {
+		t.Errorf("status writes seen for %d VPAs, want 40", len(writes))
+	}
+	for vpa, ws := range writes {
+		sort.SliceStable(ws, func(i, j int) bool { return ws[i].at < ws[j].at })
+		seen := map[int]bool{}
+		for k, w := range ws {
+			if k > 0 && w.replica != ws[k-1].replica && seen[w.replica] {
+				t.Errorf("%s written by replica %d again after replica %d: %v", vpa, w.replica, ws[k-1].replica, ws)
+				break
+			}
+			seen[w.replica] = true
+		}
+	}
+}
+
+// identityOf reads the holder identity a replica writes on its Leases.
+func identityOf(t *testing.T, p *framework.Process) string {
+	t.Helper()
+	m := regexp.MustCompile(`"Serving new shards"`).FindString(p.Log())
+	if m == "" {
+		t.Fatalf("%s serves no shard", p.Name)
+	}
+	id := regexp.MustCompile(`"Shard identity".* identity="([^"]+)"`).FindStringSubmatch(p.Log())
+	if id == nil {
+		t.Fatalf("%s did not log its shard identity", p.Name)
+	}
+	return id[1]
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,97 @@
+package loop
+
+import (
+	"context"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/openvpa/openvpa/pkg/shards"
+)
+
+// ShardSource says which VPAs this replica serves (shards.Manager).
+type ShardSource interface {
+	// Of returns the shard of a VPA's "namespace/name".
+	Of(key string) int
+	// Snapshot returns the shards served and being given away.
+	Snapshot() shards.Snapshot
+	// Valid reports whether the replica may write a shard's objects now.
+	Valid(shard int) bool
+	// Drained says a shard's VPAs are saved and its Lease can go.
+	Drained(shard int)
+}
+
+// syncShards applies the shards this replica serves, at the start of a
+// loop. VPAs of shards it gives away (or lost) leave: their in-flight writes
+// finish, their checkpoints are written while the shard is still held, and
+// only then is the shard's Lease released. VPAs of shards it gained arrive
+// with their checkpoints restored, so the first status this replica writes
+// for them carries their history.
+func (r *Recommender) syncShards(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	snap := r.deps.Shards.Snapshot()
+	var leaving []*vpaState
+	for k, st := range r.vpas {
+		if !snap.Owned[r.deps.Shards.Of(k.String())] {
+			leaving = append(leaving, st)
+		}
+	}
+	if len(leaving) > 0 {
+		r.WaitWrites()
+		r.bg.apply()
+		saved := 0
+		if r.deps.Checkpoints != nil {
+			now := r.deps.Clock.Now()
+			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
+			errs := make([]error, len(leaving))
+			r.parallel(cctx, len(leaving), func(i int) {
+				if st := leaving[i]; len(st.aggregates) > 0 && r.mayWrite(st.key) {
+					errs[i] = r.writeCheckpoints(cctx, st, now)
+				}
+			}, false)
+			cancel()
+			for i, err := range errs {
+				if err != nil {
+					logger.Error(err, "Cannot save the checkpoints of a VPA another replica takes over", "vpa", leaving[i].key)
+				} else {
+					saved++
+				}
+			}
+		}
+		for _, st := range leaving {
+			delete(r.vpas, st.key)
+			r.schedule.Forget(st.key.String())
+		}
+		logger.Info("Handed VPAs over to other replicas", "vpas", len(leaving), "saved", saved)
+	}
+	for i := range snap.Draining {
+		r.deps.Shards.Drained(i)
+	}
+	var gained []int
+	for i := range snap.Owned {
+		if !r.owned[i] {
+			gained = append(gained, i)
+		}
+	}
+	sort.Ints(gained)
+	r.owned = snap.Owned
+	if len(gained) == 0 {
+		return
+	}
+	isGained := map[int]bool{}
+	for _, i := range gained {
+		isGained[i] = true
+	}
+	err := r.restore(ctx, func(k types.NamespacedName) bool { return isGained[r.deps.Shards.Of(k.String())] })
+	if err != nil {
+		// Without their history the first statuses would regress: serve
+		// these shards from the next loop, which retries.
+		logger.Error(err, "Cannot restore the checkpoints of new shards; retrying at the next loop", "shards", gained)
+		for _, i := range gained {
+			delete(r.owned, i)
+		}
+		return
+	}
+	logger.Info("Serving new shards", "shards", gained, "serving", len(r.owned))
+}
