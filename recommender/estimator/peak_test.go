@@ -118,7 +118,7 @@ func TestBuild(t *testing.T) {
 		"default is percentile": {name: "", wantName: PercentileName},
 		"percentile":            {name: "percentile", wantName: PercentileName},
 		"peak":                  {name: "peak", wantName: PeakName},
-		"unknown":               {name: "oracle", wantErr: `unknown estimator "oracle" (known: percentile, peak)`},
+		"unknown":               {name: "oracle", wantErr: `unknown estimator "oracle" (known: percentile, peak, adaptive)`},
 		"invalid peak config": {name: "peak", opts: func(o *Options) { o.Peak.MemoryLowerBoundFraction = 2 },
 			wantErr: "lower bound fraction must be in (0, 1]"},
 		"invalid shared config": {name: "peak", opts: func(o *Options) { o.Config.TargetCPUPercentile = 1.5 },
