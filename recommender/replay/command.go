@@ -340,11 +340,17 @@ func TimelinePlot(tl *Timeline, title string) *Plot {
 	return &Plot{Title: title, XLabel: "days since first sample", YLabel: "GiB", Lines: []Line{usage, req}}
 }
 
+// FrontierMinOOMFree is the lowest OOM-free fraction of the swept points
+// FrontierPlot draws: settings that OOM on more days are of no interest, and
+// their (unbounded) negative slack would squeeze the rest of the plot.
+const FrontierMinOOMFree = 0.6
+
 // FrontierPlot draws memory slack against OOM-free days for every estimator
 // of res (default settings), the provisioned baseline, and the Pareto front
-// of each swept estimator.
+// of each swept estimator from FrontierMinOOMFree on.
 func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
-	p := &Plot{Title: "memory slack vs OOM-free workload-days", XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
+	p := &Plot{Title: fmt.Sprintf("memory slack vs OOM-free workload-days (sweep fronts from %.0f%%)", 100*FrontierMinOOMFree),
+		XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
 	byEst := map[string][]SweepPoint{}
 	var ests []string
 	for _, s := range sweep {
@@ -357,6 +363,9 @@ func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
 		front := ParetoFront(byEst[e])
 		l := Line{Name: e + " sweep (front)", Color: palette[i%len(palette)], Markers: true, Connect: true}
 		for _, s := range front {
+			if s.Summary.OOMFreeFraction < FrontierMinOOMFree {
+				continue
+			}
 			l.X, l.Y = append(l.X, 100*s.Summary.OOMFreeFraction), append(l.Y, s.Summary.MemorySlackMean)
 		}
 		p.Lines = append(p.Lines, l)
