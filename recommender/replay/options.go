@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -75,6 +76,14 @@ func (o *CommandOptions) Validate() error {
 	var errs []error
 	if o.Trace == "" {
 		errs = append(errs, errors.New("--trace is required"))
+	}
+	if o.Holdout != "" {
+		if o.Holdout == o.Trace {
+			errs = append(errs, errors.New("--holdout must be another trace than --trace"))
+		} else if _, err := os.Stat(o.Holdout); err != nil {
+			// Checked now rather than after replaying --trace.
+			errs = append(errs, fmt.Errorf("--holdout: %w", err))
+		}
 	}
 	if o.Out == "" {
 		errs = append(errs, errors.New("--out must not be empty"))
