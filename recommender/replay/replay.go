@@ -246,7 +246,9 @@ func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []est
 					}
 					sr.trackEpisode(ci, s.Time, oom, t0, c.Name)
 					sr.states[ci].AddCPUSample(s.Time, model.CPUAmountFromCores(s.CPU))
-					if !feedback || !oom {
+					// Before its first request (a trace without requests, in its
+					// first hour) a container has no limit to be killed at.
+					if !feedback || !oom || !req.set {
 						sr.states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
 						continue
 					}

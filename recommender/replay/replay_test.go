@@ -309,3 +309,26 @@ func TestReplayOOMFeedback(t *testing.T) {
 		})
 	}
 }
+
+func TestReplayOOMFeedbackNeedsARequest(t *testing.T) {
+	// Without request columns the first hour has no request: its samples
+	// are usage, not kills, so the first recommendation covers them.
+	const mi = 1 << 20
+	var samples []Sample
+	for i := range 72 {
+		samples = append(samples, Sample{Time: t0.Add(time.Duration(i) * time.Hour), CPU: 1, Memory: 400 * mi})
+	}
+	trace := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{{Name: "c", Samples: samples}}}}}
+	res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{edgeEstimator{}}, OOMFeedback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := model.DefaultMemoryHistogramOptions()
+	want := float64(int64(opts.BucketStart(opts.FindBucket(400*mi) + 1)))
+	if got := res.Workloads[0].MemoryRequest[0][1]; got != want {
+		t.Errorf("first memory request %.0f, want %.0f", got, want)
+	}
+	if s := res.EstimatorSummary(0); s.OOMFreeFraction != 1 || s.OOMEpisodes != 0 {
+		t.Errorf("summary %+v, want no OOM", s)
+	}
+}
