@@ -62,7 +62,9 @@ func TestValidate(t *testing.T) {
 		"zero interval":             {args: []string{"--recommender-interval=0"}, wantErr: "--recommender-interval"},
 		"zero workers":              {args: []string{"--update-worker-count=0"}, wantErr: "--update-worker-count"},
 		"unknown estimator":         {args: []string{"--estimator=magic"}, wantErr: "--estimator"},
-		"fine":                      {args: []string{"--vpa-object-namespace=a", "--recommender-interval=5s"}},
+		"bad adaptive arms": {args: []string{"--estimator=adaptive", "--adaptive-memory-horizons=24h,-1h"},
+			wantErr: "adaptive memory horizon must be > 0"},
+		"fine": {args: []string{"--vpa-object-namespace=a", "--recommender-interval=5s"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -93,15 +95,18 @@ func TestValidate(t *testing.T) {
 }
 
 func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
-	for _, name := range []string{"percentile", "peak"} {
+	for _, name := range []string{"percentile", "peak", "adaptive"} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		o.AddFlags(fs)
-		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2"}); err != nil {
+		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2", "--adaptive-memory-margins=0,0.25", "--adaptive-memory-horizons=48h,168h"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Validate(); err != nil {
 			t.Errorf("--estimator=%s rejected: %v", name, err)
+		}
+		if a := o.Estimators.Adaptive; len(a.MemoryMargins) != 2 || a.MemoryMargins[1] != 0.25 || len(a.MemoryHorizons) != 2 || a.MemoryHorizons[1] != 168*time.Hour {
+			t.Errorf("adaptive arms not parsed: %+v", a)
 		}
 	}
 	o := NewOptions()
