@@ -12,6 +12,16 @@ import (
 // conversion to quantities and capping, for one container with a day of
 // 1-minute CPU samples and memory samples.
 func BenchmarkRecommendOneContainer(b *testing.B) {
+	benchmarkRecommend(b, NewPercentile(DefaultConfig()), 0)
+}
+
+// BenchmarkRecommendOneContainerAdaptive is BenchmarkRecommendOneContainer
+// for the adaptive estimator (30 arms) over two weeks of daily peaks.
+func BenchmarkRecommendOneContainerAdaptive(b *testing.B) {
+	benchmarkRecommend(b, NewAdaptive(DefaultConfig(), DefaultAdaptiveConfig()), 14)
+}
+
+func benchmarkRecommend(b *testing.B, e Estimator, dailyPeaks int) {
 	a := model.NewAggregateState(nil, start)
 	c := model.NewContainerState(a)
 	for i := 0; i < 24*60; i++ {
@@ -19,8 +29,11 @@ func BenchmarkRecommendOneContainer(b *testing.B) {
 		c.AddCPUSample(ts, model.ResourceAmount(500+400*math.Sin(2*math.Pi*float64(i)/1440)))
 		c.AddMemorySample(ts, model.ResourceAmount(300<<20+i<<12))
 	}
+	// Daily peaks after the first day, spread over as many buckets.
+	for d := 1; d <= dailyPeaks; d++ {
+		c.AddMemorySample(start.Add(time.Duration(d)*24*time.Hour), model.ResourceAmount(300<<20+d*(30<<20)))
+	}
 	aggs := map[string]*model.AggregateState{"app": a}
-	e := NewPercentile(DefaultConfig())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -200,6 +200,19 @@ func (h *Histogram) Percentile(p float64) float64 {
 	return h.opts.starts[b]
 }
 
+// Buckets calls f, from the lowest bucket to the highest, with the index,
+// lower edge and weight of every bucket from minBucket to maxBucket that
+// holds a non-zero weight.
+func (h *Histogram) Buckets(f func(bucket int, start, weight float64)) {
+	from, to := h.span()
+	for i := from; i < to; i++ {
+		if w := h.w[i]; w != 0 {
+			b := i + int(h.lo)
+			f(b, h.opts.starts[b], w)
+		}
+	}
+}
+
 // Merge adds the buckets from minBucket to maxBucket of other, and its total
 // weight, to h. Both must use equal options.
 func (h *Histogram) Merge(other *Histogram) error {

@@ -339,3 +339,30 @@ func TestHistogramCheckpointDecoding(t *testing.T) {
 		t.Errorf("TotalWeight() = %v, want 6", got)
 	}
 }
+
+func TestHistogramBuckets(t *testing.T) {
+	opts := DefaultMemoryHistogramOptions()
+	h := NewHistogram(opts)
+	h.AddSample(0, 2)
+	h.AddSample(5e8, 1)
+	h.AddSample(2e9, 3)
+	h.AddSample(1e9, 1)
+	h.SubtractSample(1e9, 1) // an emptied bucket inside the window is skipped
+	type bucket struct {
+		b             int
+		start, weight float64
+	}
+	var got []bucket
+	h.Buckets(func(b int, start, weight float64) { got = append(got, bucket{b, start, weight}) })
+	want := []bucket{{0, 0, 2}, {opts.FindBucket(5e8), opts.BucketStart(opts.FindBucket(5e8)), 1}, {opts.FindBucket(2e9), opts.BucketStart(opts.FindBucket(2e9)), 3}}
+	if len(got) != len(want) {
+		t.Fatalf("Buckets visited %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("bucket %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	empty := NewHistogram(opts)
+	empty.Buckets(func(int, float64, float64) { t.Error("empty histogram visited a bucket") })
+}

@@ -47,20 +47,10 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return o.Run(ctx, stdout, stderr)
 }
 
-// Run replays with the options.
+// Run replays with the options: --trace, then --holdout when given, each
+// into its own report directory.
 func (o *CommandOptions) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	start := time.Now()
-	trace, err := OpenTrace(o.Trace, o.InputFormat)
-	if err != nil {
-		return err
-	}
-	if !o.Quiet {
-		fmt.Fprintf(stderr, "read %s: %d rows, %d samples, %d workloads, %d duplicate timestamps dropped", o.Trace, trace.Rows, trace.Samples(), len(trace.Workloads), trace.Duplicates)
-		if trace.Unprovisioned > 0 {
-			fmt.Fprintf(stderr, ", %d unprovisioned rows dropped", trace.Unprovisioned)
-		}
-		fmt.Fprintf(stderr, " (%s)\n", time.Since(start).Round(time.Millisecond))
-	}
 	// The chosen estimator first, then every other one at its defaults for
 	// comparison.
 	names := []string{o.Estimator}
@@ -85,25 +75,56 @@ func (o *CommandOptions) Run(ctx context.Context, stdout, stderr io.Writer) erro
 		ests = append(ests, e)
 	}
 	model := o.Model
-	rule := NewUpdateRule(o.PodUpdateThreshold, o.PodLifetimeUpdateThreshold)
-	res, err := Replay(ctx, trace, Options{Model: &model, Estimators: ests, Rule: rule, Progress: o.progress(stderr, "replay")})
+	base := Options{Model: &model, Estimators: ests, OOMFeedback: o.OOMFeedback,
+		Rule: NewUpdateRule(o.PodUpdateThreshold, o.PodLifetimeUpdateThreshold, o.EvictAfterOOMThreshold)}
+	if err := o.runTrace(ctx, o.Trace, o.Out, base, stdout, stderr); err != nil {
+		return err
+	}
+	if o.Holdout != "" {
+		fmt.Fprintln(stdout)
+		if err := o.runTrace(ctx, o.Holdout, filepath.Join(o.Out, "holdout"), base, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\ndone in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// runTrace replays one trace and writes its report to out.
+func (o *CommandOptions) runTrace(ctx context.Context, file, out string, base Options, stdout, stderr io.Writer) error {
+	start := time.Now()
+	trace, err := OpenTrace(file, o.InputFormat)
+	if err != nil {
+		return err
+	}
+	if !o.Quiet {
+		fmt.Fprintf(stderr, "read %s: %d rows, %d samples, %d workloads, %d duplicate timestamps dropped", file, trace.Rows, trace.Samples(), len(trace.Workloads), trace.Duplicates)
+		if trace.Unprovisioned > 0 {
+			fmt.Fprintf(stderr, ", %d unprovisioned rows dropped", trace.Unprovisioned)
+		}
+		fmt.Fprintf(stderr, " (%s)\n", time.Since(start).Round(time.Millisecond))
+	}
+	opts := base
+	opts.Progress = o.progress(stderr, "replay")
+	res, err := Replay(ctx, trace, opts)
 	if err != nil {
 		return err
 	}
 	var sweep []SweepPoint
 	if o.Sweep {
-		if sweep, err = RunSweep(ctx, trace, &model, rule, o.progress(stderr, "sweep")); err != nil {
+		opts.Progress = o.progress(stderr, "sweep")
+		if sweep, err = RunSweep(ctx, trace, opts); err != nil {
 			return err
 		}
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := o.writeReport(res, sweep); err != nil {
+	if err := o.writeReport(out, res, sweep); err != nil {
 		return err
 	}
-	printTable(stdout, o.Trace, res)
-	fmt.Fprintf(stdout, "\nwrote %s (summary.json, days.csv, worst.svg, typical.svg, frontier.svg", o.Out)
+	printTable(stdout, file, res)
+	fmt.Fprintf(stdout, "\nwrote %s (summary.json, days.csv, worst.svg, typical.svg, frontier.svg", out)
 	if o.Sweep {
 		fmt.Fprint(stdout, ", sweep.csv")
 	}
@@ -130,7 +151,7 @@ type ReportSummary struct {
 	Provisioned *Summary `json:"provisioned,omitempty"`
 }
 
-func (o *CommandOptions) writeReport(res *Result, sweep []SweepPoint) error {
+func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint) error {
 	sum := ReportSummary{Estimator: res.EstimatorSummary(0)}
 	if res.HasProvisioned {
 		p := res.ProvisionedSummary()
@@ -140,10 +161,10 @@ func (o *CommandOptions) writeReport(res *Result, sweep []SweepPoint) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(o.Out, "summary.json"), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(o.Out, "days.csv"), func(w io.Writer) error { return WriteDaysCSV(w, res) }); err != nil {
+	if err := writeFile(filepath.Join(out, "days.csv"), func(w io.Writer) error { return WriteDaysCSV(w, res) }); err != nil {
 		return err
 	}
 	worst, typical := PickWorkloads(res)
@@ -156,16 +177,16 @@ func (o *CommandOptions) writeReport(res *Result, sweep []SweepPoint) error {
 			kind = "typical"
 		}
 		p := TimelinePlot(tl, fmt.Sprintf("%s workload %s: memory usage vs %s request", kind, tl.Workload, res.Estimators[0]))
-		if err := writeFile(filepath.Join(o.Out, file), p.WriteSVG); err != nil {
+		if err := writeFile(filepath.Join(out, file), p.WriteSVG); err != nil {
 			return err
 		}
 	}
 	if len(sweep) > 0 {
-		if err := writeFile(filepath.Join(o.Out, "sweep.csv"), func(w io.Writer) error { return WriteSweepCSV(w, sweep) }); err != nil {
+		if err := writeFile(filepath.Join(out, "sweep.csv"), func(w io.Writer) error { return WriteSweepCSV(w, sweep) }); err != nil {
 			return err
 		}
 	}
-	return writeFile(filepath.Join(o.Out, "frontier.svg"), FrontierPlot(res, sweep).WriteSVG)
+	return writeFile(filepath.Join(out, "frontier.svg"), FrontierPlot(res, sweep).WriteSVG)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -319,11 +340,17 @@ func TimelinePlot(tl *Timeline, title string) *Plot {
 	return &Plot{Title: title, XLabel: "days since first sample", YLabel: "GiB", Lines: []Line{usage, req}}
 }
 
+// FrontierMinOOMFree is the lowest OOM-free fraction of the swept points
+// FrontierPlot draws: settings that OOM on more days are of no interest, and
+// their (unbounded) negative slack would squeeze the rest of the plot.
+const FrontierMinOOMFree = 0.6
+
 // FrontierPlot draws memory slack against OOM-free days for every estimator
 // of res (default settings), the provisioned baseline, and the Pareto front
-// of each swept estimator.
+// of each swept estimator from FrontierMinOOMFree on.
 func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
-	p := &Plot{Title: "memory slack vs OOM-free workload-days", XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
+	p := &Plot{Title: fmt.Sprintf("memory slack vs OOM-free workload-days (sweep fronts from %.0f%%)", 100*FrontierMinOOMFree),
+		XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
 	byEst := map[string][]SweepPoint{}
 	var ests []string
 	for _, s := range sweep {
@@ -336,6 +363,9 @@ func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
 		front := ParetoFront(byEst[e])
 		l := Line{Name: e + " sweep (front)", Color: palette[i%len(palette)], Markers: true, Connect: true}
 		for _, s := range front {
+			if s.Summary.OOMFreeFraction < FrontierMinOOMFree {
+				continue
+			}
 			l.X, l.Y = append(l.X, 100*s.Summary.OOMFreeFraction), append(l.Y, s.Summary.MemorySlackMean)
 		}
 		p.Lines = append(p.Lines, l)

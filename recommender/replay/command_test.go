@@ -47,7 +47,7 @@ func TestRunCommand(t *testing.T) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		t.Fatal(err)
 	}
-	wantKeys := "changes_per_day_mean,changes_per_day_p99,cpu_shortfall_mean,cpu_slack_mean,cpu_slack_median,memory_slack_mean,memory_slack_median,oom_free_fraction,workload_days"
+	wantKeys := "changes_per_day_mean,changes_per_day_p99,cpu_shortfall_mean,cpu_slack_mean,cpu_slack_median,memory_slack_mean,memory_slack_median,oom_episodes,oom_events_per_day_mean,oom_free_fraction,recovery_hours_mean,recovery_hours_p90,workload_days"
 	for _, top := range []string{"estimator", "provisioned"} {
 		var keys []string
 		for k := range sum[top] {
@@ -76,6 +76,63 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+func TestRunCommandHoldout(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, spike float64) string {
+		var trace strings.Builder
+		trace.WriteString("timestamp,workload,container,cpu_cores,memory_bytes,cpu_request_cores,memory_request_bytes\n")
+		for i := range 4 * 24 * 12 {
+			mem := 3e8
+			if i == 3*24*12 {
+				mem = spike
+			}
+			trace.WriteString(strings.Join([]string{itoa(1700000000 + 300*i), "web", "app", "0.2", ftoa(mem), "1", "1e9"}, ",") + "\n")
+		}
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(trace.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	// The holdout has a spike on day 3 far above anything before it: an
+	// OOM day there, none on the tuning trace.
+	tune, holdout := write("tune.csv", 3e8), write("holdout.csv", 4e9)
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	args := []string{"--trace", tune, "--holdout", holdout, "--out", out, "--estimator", "adaptive", "--quiet"}
+	if err := Run(context.Background(), args, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	oomFree := func(file string) float64 {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum ReportSummary
+		if err := json.Unmarshal(data, &sum); err != nil {
+			t.Fatal(err)
+		}
+		return sum.Estimator.OOMFreeFraction
+	}
+	if got := oomFree(filepath.Join(out, "summary.json")); got != 1 {
+		t.Errorf("tuning trace OOM-free %v, want 1", got)
+	}
+	if got := oomFree(filepath.Join(out, "holdout", "summary.json")); !near(got, 2.0/3) {
+		t.Errorf("holdout OOM-free %v, want 2/3", got)
+	}
+	for _, f := range []string{"days.csv", "frontier.svg"} {
+		if _, err := os.Stat(filepath.Join(out, "holdout", f)); err != nil {
+			t.Errorf("holdout report lacks %s: %v", f, err)
+		}
+	}
+	if n := strings.Count(stdout.String(), "adaptive (scored)"); n != 2 {
+		t.Errorf("stdout has %d tables, want one per trace:\n%s", n, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), tune+":") || !strings.Contains(stdout.String(), holdout+":") {
+		t.Errorf("stdout does not name both traces:\n%s", stdout.String())
+	}
+}
+
 func TestRunCommandErrors(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	os.WriteFile(bad, []byte("timestamp,workload,container,cpu_cores,memory_bytes\n1,w,c,x,1\n"), 0o644)
@@ -87,6 +144,10 @@ func TestRunCommandErrors(t *testing.T) {
 		"unknown estimator": {args: []string{"--trace", bad, "--estimator", "magic"}, wantErr: `unknown estimator "magic"`},
 		"bad flag value":    {args: []string{"--trace", bad, "--target-memory-percentile", "2"}, wantErr: "target-memory-percentile"},
 		"malformed trace":   {args: []string{"--trace", bad, "--out", t.TempDir()}, wantErr: "bad.csv:2: cpu_cores"},
+		"missing holdout":   {args: []string{"--trace", bad, "--holdout", filepath.Join(t.TempDir(), "none.csv")}, wantErr: "--holdout: stat"},
+		"holdout is trace":  {args: []string{"--trace", bad, "--holdout", bad}, wantErr: "--holdout must be another trace"},
+		"negative quick-OOM threshold": {args: []string{"--trace", bad, "--evict-after-oom-threshold", "-1m"},
+			wantErr: "--evict-after-oom-threshold must be >= 0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

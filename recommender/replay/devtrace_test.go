@@ -10,18 +10,26 @@ import (
 	"github.com/openvpa/openvpa/recommender/estimator"
 )
 
+// Files of the development (tuning) trace and of the holdout trace.
+const (
+	devTraceFile     = "bitbrains_rnd_vm1-50_2013-07.csv.gz"
+	holdoutTraceFile = "bitbrains_rnd_vm51-100_2013-07.csv.gz"
+)
+
 // devTrace locates the development trace: ../shared/data/bitbrains relative to
 // the repository root (as CI mounts it), else /work/shared/data/bitbrains.
-func devTrace(t *testing.T) string {
+func devTrace(t *testing.T) string { return sharedTrace(t, devTraceFile) }
+
+// sharedTrace locates file like devTrace.
+func sharedTrace(t *testing.T, file string) string {
 	t.Helper()
-	const file = "bitbrains_rnd_vm1-50_2013-07.csv.gz"
 	for _, dir := range []string{filepath.Join("..", "..", "..", "shared", "data", "bitbrains"), "/work/shared/data/bitbrains"} {
 		p := filepath.Join(dir, file)
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
 	}
-	t.Fatalf("development trace %s not found in ../shared/data/bitbrains (from the repository root) nor /work/shared/data/bitbrains", file)
+	t.Fatalf("trace %s not found in ../shared/data/bitbrains (from the repository root) nor /work/shared/data/bitbrains", file)
 	return ""
 }
 
@@ -81,5 +89,66 @@ func TestDevelopmentTrace(t *testing.T) {
 	// at least 0.05 leaner than that.
 	if peak.MemorySlackMean > 0.88-0.05 {
 		t.Errorf("peak memory slack mean %.4f, want ≤ 0.83", peak.MemorySlackMean)
+	}
+}
+
+// replayDefaults replays the trace at file with OOM feedback and every
+// estimator at its defaults, and returns the summaries by estimator name.
+func replayDefaults(t *testing.T, file string) map[string]Summary {
+	t.Helper()
+	tr, err := OpenTrace(sharedTrace(t, file), FormatBitbrains)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ests []estimator.Estimator
+	for _, n := range estimator.Names() {
+		e, err := estimator.New(n, estimator.DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ests = append(ests, e)
+	}
+	res, err := Replay(context.Background(), tr, Options{Estimators: ests, OOMFeedback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]Summary{}
+	for i, n := range res.Estimators {
+		out[n] = res.EstimatorSummary(i)
+		t.Logf("%s: %+v", n, out[n])
+	}
+	return out
+}
+
+// TestAdaptiveDefaultsOnBothTraces pins the figures docs/replay.md reports
+// for the adaptive estimator's defaults with OOM feedback: on the
+// development trace, where the defaults were chosen (the leanest swept
+// setting with at least 96% OOM-free days and at most 3 changes a day at
+// p99), and on the holdout trace, which played no part in choosing them.
+func TestAdaptiveDefaultsOnBothTraces(t *testing.T) {
+	type want struct {
+		slack, oomFree, p99, cpuShortfall float64
+	}
+	tests := map[string]struct {
+		file     string
+		adaptive want
+	}{
+		"development": {file: devTraceFile, adaptive: want{slack: 0.765, oomFree: 0.961, p99: 3, cpuShortfall: 0.0206}},
+		"holdout":     {file: holdoutTraceFile, adaptive: want{slack: 0.660, oomFree: 0.920, p99: 8, cpuShortfall: 0.0612}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			sums := replayDefaults(t, tc.file)
+			a := sums[estimator.AdaptiveName]
+			if math.Abs(a.MemorySlackMean-tc.adaptive.slack) > 0.001 || math.Abs(a.OOMFreeFraction-tc.adaptive.oomFree) > 0.001 || a.ChangesPerDayP99 != tc.adaptive.p99 {
+				t.Errorf("adaptive: slack %.4f, OOM-free %.4f, changes/day p99 %v; want %.3f, %.3f, %v",
+					a.MemorySlackMean, a.OOMFreeFraction, a.ChangesPerDayP99, tc.adaptive.slack, tc.adaptive.oomFree, tc.adaptive.p99)
+			}
+			// CPU is the percentile chain; the shortfall differs from the
+			// percentile estimator's only by when updates happen.
+			if math.Abs(a.CPUShortfallMean-tc.adaptive.cpuShortfall) > 0.0005 {
+				t.Errorf("adaptive CPU shortfall %.4f, want %.4f (percentile's %.4f)", a.CPUShortfallMean, tc.adaptive.cpuShortfall, sums[estimator.PercentileName].CPUShortfallMean)
+			}
+		})
 	}
 }

@@ -17,12 +17,21 @@ type Summary struct {
 	CPUShortfallMean  float64 `json:"cpu_shortfall_mean"`
 	ChangesPerDayMean float64 `json:"changes_per_day_mean"`
 	ChangesPerDayP99  float64 `json:"changes_per_day_p99"`
+	// OOMEventsPerDayMean is the mean number of memory samples above the
+	// request per workload-day (each one an OOM kill with --oom-feedback).
+	OOMEventsPerDayMean float64 `json:"oom_events_per_day_mean"`
+	// OOMEpisodes counts the runs of consecutive OOM samples that began on a
+	// scored day; RecoveryHoursMean and RecoveryHoursP90 are the times from
+	// an episode's first OOM sample to the first sample within the request.
+	OOMEpisodes       int     `json:"oom_episodes"`
+	RecoveryHoursMean float64 `json:"recovery_hours_mean"`
+	RecoveryHoursP90  float64 `json:"recovery_hours_p90"`
 }
 
 // Summarize aggregates the scores picked by score from days; days for which
 // score returns nil are skipped.
 func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
-	var cpuSlack, memSlack, shortfall, changes []float64
+	var cpuSlack, memSlack, shortfall, changes, ooms, recoveries []float64
 	oomFree := 0
 	for i := range days {
 		s := score(&days[i])
@@ -33,6 +42,10 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		memSlack = append(memSlack, s.MemorySlack)
 		shortfall = append(shortfall, s.CPUShortfall)
 		changes = append(changes, float64(s.Changes))
+		ooms = append(ooms, float64(s.OOMSamples))
+		for _, r := range s.Recoveries {
+			recoveries = append(recoveries, r.Hours())
+		}
 		if s.OOMSamples == 0 {
 			oomFree++
 		}
@@ -41,7 +54,7 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 	if n == 0 {
 		return Summary{}
 	}
-	return Summary{
+	sum := Summary{
 		WorkloadDays:      n,
 		CPUSlackMean:      mean(cpuSlack),
 		CPUSlackMedian:    median(cpuSlack),
@@ -51,7 +64,15 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		CPUShortfallMean:  mean(shortfall),
 		ChangesPerDayMean: mean(changes),
 		ChangesPerDayP99:  nearestRank(changes, 0.99),
+
+		OOMEventsPerDayMean: mean(ooms),
+		OOMEpisodes:         len(recoveries),
 	}
+	if len(recoveries) > 0 {
+		sum.RecoveryHoursMean = mean(recoveries)
+		sum.RecoveryHoursP90 = nearestRank(recoveries, 0.9)
+	}
+	return sum
 }
 
 // EstimatorSummary summarizes estimator i of r.

@@ -3,6 +3,7 @@ package replay
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -20,6 +21,11 @@ type CommandOptions struct {
 	Out         string
 	Sweep       bool
 	Quiet       bool
+	// Holdout is a second trace the same settings (and sweep) are replayed
+	// on and reported beside the first, never used to choose them.
+	Holdout string
+	// OOMFeedback is --oom-feedback (Options.OOMFeedback).
+	OOMFeedback bool
 
 	Estimators estimator.Options
 	Model      model.Config
@@ -28,6 +34,8 @@ type CommandOptions struct {
 	// --in-recommendation-bounds-eviction-lifetime-threshold.
 	PodUpdateThreshold         float64
 	PodLifetimeUpdateThreshold time.Duration
+	// EvictAfterOOMThreshold is the updater's --evict-after-oom-threshold.
+	EvictAfterOOMThreshold time.Duration
 }
 
 // NewCommandOptions returns the defaults: upstream's for every recommender
@@ -41,6 +49,8 @@ func NewCommandOptions() *CommandOptions {
 		Model:                      *model.DefaultConfig(),
 		PodUpdateThreshold:         0.1,
 		PodLifetimeUpdateThreshold: 12 * time.Hour,
+		EvictAfterOOMThreshold:     10 * time.Minute,
+		OOMFeedback:                true,
 	}
 }
 
@@ -52,10 +62,13 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Out, "out", o.Out, "Directory for summary.json, days.csv and the SVG plots (created if missing).")
 	fs.BoolVar(&o.Sweep, "sweep", o.Sweep, "Also sweep every estimator over its knobs and write sweep.csv and the frontier to frontier.svg.")
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "Do not report progress on stderr.")
+	fs.StringVar(&o.Holdout, "holdout", o.Holdout, "Holdout trace (same --input-format): replayed with the same settings, and swept with --sweep, and reported beside --trace under DIR/holdout/. Choose settings on --trace only.")
+	fs.BoolVar(&o.OOMFeedback, "oom-feedback", o.OOMFeedback, "Treat a memory sample above the request as an OOM kill: the model records the OOM (with the OOM bump) instead of the sample, and the updater's quick-OOM rule applies. false replays the trace as observed and only scores such samples, as earlier releases did.")
 	options.AddEstimatorFlags(fs, &o.Estimators)
 	options.AddModelFlags(fs, &o.Model)
 	fs.Float64Var(&o.PodUpdateThreshold, "pod-update-threshold", o.PodUpdateThreshold, "Updater: minimum relative change of requests for a pod within its bounds.")
 	fs.DurationVar(&o.PodLifetimeUpdateThreshold, "in-recommendation-bounds-eviction-lifetime-threshold", o.PodLifetimeUpdateThreshold, "Updater: minimum age of a pod within its bounds before it is updated.")
+	fs.DurationVar(&o.EvictAfterOOMThreshold, "evict-after-oom-threshold", o.EvictAfterOOMThreshold, "Updater: a container OOM-killed after running less than this gets its pod updated at once (with --oom-feedback).")
 }
 
 // Validate reports every invalid option.
@@ -63,6 +76,14 @@ func (o *CommandOptions) Validate() error {
 	var errs []error
 	if o.Trace == "" {
 		errs = append(errs, errors.New("--trace is required"))
+	}
+	if o.Holdout != "" {
+		if o.Holdout == o.Trace {
+			errs = append(errs, errors.New("--holdout must be another trace than --trace"))
+		} else if _, err := os.Stat(o.Holdout); err != nil {
+			// Checked now rather than after replaying --trace.
+			errs = append(errs, fmt.Errorf("--holdout: %w", err))
+		}
 	}
 	if o.Out == "" {
 		errs = append(errs, errors.New("--out must not be empty"))
@@ -75,6 +96,9 @@ func (o *CommandOptions) Validate() error {
 	}
 	if !(o.PodUpdateThreshold >= 0) {
 		errs = append(errs, fmt.Errorf("--pod-update-threshold must be >= 0, got %v", o.PodUpdateThreshold))
+	}
+	if o.EvictAfterOOMThreshold < 0 {
+		errs = append(errs, fmt.Errorf("--evict-after-oom-threshold must be >= 0, got %v", o.EvictAfterOOMThreshold))
 	}
 	if o.PodLifetimeUpdateThreshold < 0 {
 		errs = append(errs, fmt.Errorf("--in-recommendation-bounds-eviction-lifetime-threshold must be >= 0, got %v", o.PodLifetimeUpdateThreshold))

@@ -33,6 +33,13 @@ type Options struct {
 	Estimators []estimator.Estimator
 	// Rule is the updater's decision rule (nil: the updater's defaults).
 	Rule UpdateRule
+	// OOMFeedback treats a memory sample above the request in force as an
+	// OOM kill: the model gets the OOM (with the configured bump) instead of
+	// the sample, and the pod is updated at once when the updater's rule,
+	// quick-OOM included, says so. Without it the trace is fed as observed
+	// and a sample above the request only counts against the score (the
+	// scoring of earlier releases).
+	OOMFeedback bool
 	// Progress, when set, is called after each workload.
 	Progress func(done, total int)
 }
@@ -89,6 +96,10 @@ type Score struct {
 	// Changes is the number of updates applied during the day (per
 	// workload; every container of the workload counts them).
 	Changes int
+	// Recoveries holds, for every OOM episode that began during the day, the
+	// time from its first OOM sample to the first later sample within the
+	// request in force (to the container's last sample when none is).
+	Recoveries []time.Duration
 }
 
 // Timeline is the request of the primary estimator at every sample of every
@@ -110,14 +121,25 @@ type requests struct {
 	set         bool
 }
 
-// series is the state of one estimator while one workload is replayed.
+// series is the state of one estimator while one workload is replayed:
+// its own model (with OOM feedback the history depends on the requests the
+// estimator set), its requests and its scores.
 type series struct {
 	est        estimator.Estimator
+	aggs       map[string]*model.AggregateState
+	states     []*model.ContainerState
 	current    map[string]requests // applied requests; unset until the first one
 	changed    bool                // an update has been applied
 	lastChange time.Time           // the pod's start (age reference)
 	changes    map[int]int         // updates per day index
 	changeAt   []time.Time
+	// per container: when it last (re)started, how long it ran before its
+	// last OOM kill (nil when its last termination was not one), and when
+	// the open OOM episode began (zero when none is open)
+	started  []time.Time
+	oomRun   []*time.Duration
+	episode  []time.Time
+	episodes [][2]time.Time
 	// per container, per day accumulators
 	acc map[string]map[int]*dayAcc
 }
@@ -125,6 +147,31 @@ type series struct {
 type dayAcc struct {
 	cpuReqSum, memReqSum float64
 	ooms, cpuOver        int
+	recoveries           []time.Duration
+}
+
+func newSeries(e estimator.Estimator, w *Workload, cfg *model.Config, t0 time.Time) *series {
+	sr := &series{est: e, aggs: make(map[string]*model.AggregateState, len(w.Containers)), current: map[string]requests{},
+		lastChange: t0, changes: map[int]int{}, acc: map[string]map[int]*dayAcc{},
+		started: make([]time.Time, len(w.Containers)), oomRun: make([]*time.Duration, len(w.Containers)), episode: make([]time.Time, len(w.Containers))}
+	for i, c := range w.Containers {
+		a := model.NewAggregateState(cfg, t0)
+		sr.aggs[c.Name] = a
+		sr.states = append(sr.states, model.NewContainerState(a))
+		sr.acc[c.Name] = map[int]*dayAcc{}
+		sr.started[i] = t0
+	}
+	return sr
+}
+
+// day returns the accumulator of container name for day d.
+func (sr *series) day(name string, d int) *dayAcc {
+	a := sr.acc[name][d]
+	if a == nil {
+		a = &dayAcc{}
+		sr.acc[name][d] = a
+	}
+	return a
 }
 
 // Replay replays trace under opts. It stops with ctx's error when ctx is
@@ -152,7 +199,7 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule)
+		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule, opts.OOMFeedback)
 		res.Days = append(res.Days, days...)
 		res.Workloads = append(res.Workloads, tl)
 		if opts.Progress != nil {
@@ -162,21 +209,11 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule) ([]DayScore, *Timeline) {
+func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule, feedback bool) ([]DayScore, *Timeline) {
 	t0, end := w.Start(), w.End()
-	aggs := make(map[string]*model.AggregateState, len(w.Containers))
-	states := make([]*model.ContainerState, len(w.Containers))
-	for i, c := range w.Containers {
-		a := model.NewAggregateState(cfg, t0)
-		aggs[c.Name] = a
-		states[i] = model.NewContainerState(a)
-	}
 	all := make([]*series, len(ests))
 	for i, e := range ests {
-		all[i] = &series{est: e, current: map[string]requests{}, lastChange: t0, changes: map[int]int{}, acc: map[string]map[int]*dayAcc{}}
-		for _, c := range w.Containers {
-			all[i].acc[c.Name] = map[int]*dayAcc{}
-		}
+		all[i] = newSeries(e, w, cfg, t0)
 	}
 	tl := &Timeline{Workload: w.Name, Containers: w.Containers}
 	for _, c := range w.Containers {
@@ -193,14 +230,11 @@ func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []est
 				day := int(s.Time.Sub(t0) / Day)
 				for si, sr := range all {
 					req := sr.inForce(c.Name, s, provisioned)
-					a := sr.acc[c.Name][day]
-					if a == nil {
-						a = &dayAcc{}
-						sr.acc[c.Name][day] = a
-					}
+					a := sr.day(c.Name, day)
 					a.cpuReqSum += req.cpu
 					a.memReqSum += req.memory
-					if s.Memory > req.memory {
+					oom := s.Memory > req.memory
+					if oom {
 						a.ooms++
 					}
 					if s.CPU > req.cpu {
@@ -210,30 +244,39 @@ func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []est
 						tl.CPURequest[ci] = append(tl.CPURequest[ci], req.cpu)
 						tl.MemoryRequest[ci] = append(tl.MemoryRequest[ci], req.memory)
 					}
+					sr.trackEpisode(ci, s.Time, oom, t0, c.Name)
+					sr.states[ci].AddCPUSample(s.Time, model.CPUAmountFromCores(s.CPU))
+					// Before its first request (a trace without requests, in its
+					// first hour) a container has no limit to be killed at.
+					if !feedback || !oom || !req.set {
+						sr.states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
+						continue
+					}
+					// The container is killed at its request and restarts; the
+					// recommender sees the kill, and the updater acts on it
+					// within its next loop, long before the next sample.
+					_ = sr.states[ci].RecordOOM(s.Time, model.MemoryAmountFromBytes(req.memory))
+					run := s.Time.Sub(sr.started[ci])
+					sr.oomRun[ci], sr.started[ci] = &run, s.Time
+					if s.Time.Sub(t0) >= Warmup {
+						sr.decide(w, s.Time, t0, provisioned, cursor, rule)
+					}
 				}
-				states[ci].AddCPUSample(s.Time, model.CPUAmountFromCores(s.CPU))
-				states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
 			}
 		}
 		if tick.After(end) {
 			break
 		}
-		live := make(map[string]*model.AggregateState, len(aggs))
-		for name, a := range aggs {
-			if !a.IsEmpty() {
-				live[name] = a
-			}
-		}
-		if len(live) == 0 {
-			continue
-		}
 		warm := tick.Sub(t0) >= Warmup
 		for _, sr := range all {
-			recs := sr.est.Recommend(live, nil, nil)
 			if !warm {
 				if !provisioned {
 					// Without provisioned requests the pod starts with the first
 					// recommendation.
+					recs, ok := sr.recommend()
+					if !ok {
+						continue
+					}
 					for _, r := range recs.Containers {
 						if cur := sr.current[r.ContainerName]; !cur.set {
 							sr.current[r.ContainerName] = fromList(r.Target)
@@ -242,45 +285,98 @@ func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []est
 				}
 				continue
 			}
-			pod := PodState{Age: tick.Sub(sr.lastChange)}
-			for ci, c := range w.Containers {
-				var req requests
-				if sr.changed || !provisioned {
-					req = sr.current[c.Name]
-				} else if cursor[ci] > 0 {
-					last := c.Samples[cursor[ci]-1]
-					req = requests{cpu: last.CPURequest, memory: last.MemoryRequest, set: true}
-				}
-				pc := PodContainer{Name: c.Name}
-				if req.set {
-					pc.Requests = toList(req)
-				}
-				for _, r := range recs.Containers {
-					if r.ContainerName == c.Name {
-						pc.HasRecommendation = true
-						pc.Target, pc.LowerBound, pc.UpperBound = r.Target, r.LowerBound, r.UpperBound
-					}
-				}
-				pod.Containers = append(pod.Containers, pc)
+			sr.decide(w, tick, t0, provisioned, cursor, rule)
+		}
+	}
+	for _, sr := range all {
+		for ci, c := range w.Containers {
+			if !sr.episode[ci].IsZero() && len(c.Samples) > 0 {
+				sr.closeEpisode(ci, c.Samples[len(c.Samples)-1].Time, t0, c.Name)
 			}
-			if !rule.ShouldUpdate(pod) || !changes(pod) {
-				continue
-			}
-			for _, pc := range pod.Containers {
-				if pc.HasRecommendation {
-					sr.current[pc.Name] = fromList(pc.Target)
-				} else if !sr.current[pc.Name].set {
-					sr.current[pc.Name] = fromList(pc.Requests)
-				}
-			}
-			sr.changed = true
-			sr.lastChange = tick
-			sr.changes[int(tick.Sub(t0)/Day)]++
-			sr.changeAt = append(sr.changeAt, tick)
 		}
 	}
 	tl.Changes = all[0].changeAt
 	return scoreWorkload(w, t0, provisioned, all), tl
+}
+
+// recommend returns the estimator's recommendation from the non-empty
+// aggregates, false when all are empty.
+func (sr *series) recommend() (estimator.Result, bool) {
+	live := make(map[string]*model.AggregateState, len(sr.aggs))
+	for name, a := range sr.aggs {
+		if !a.IsEmpty() {
+			live[name] = a
+		}
+	}
+	if len(live) == 0 {
+		return estimator.Result{}, false
+	}
+	return sr.est.Recommend(live, nil, nil), true
+}
+
+// decide runs the updater's rule at now and applies the targets when it says
+// so. cursor holds, per container, the index of the next sample to feed.
+func (sr *series) decide(w *Workload, now, t0 time.Time, provisioned bool, cursor []int, rule UpdateRule) {
+	recs, ok := sr.recommend()
+	if !ok {
+		return
+	}
+	pod := PodState{Age: now.Sub(sr.lastChange)}
+	for ci, c := range w.Containers {
+		var req requests
+		if sr.changed || !provisioned {
+			req = sr.current[c.Name]
+		} else if cursor[ci] > 0 {
+			last := c.Samples[min(cursor[ci], len(c.Samples))-1]
+			req = requests{cpu: last.CPURequest, memory: last.MemoryRequest, set: true}
+		}
+		pc := PodContainer{Name: c.Name, OOMKilledAfter: sr.oomRun[ci]}
+		if req.set {
+			pc.Requests = toList(req)
+		}
+		for _, r := range recs.Containers {
+			if r.ContainerName == c.Name {
+				pc.HasRecommendation = true
+				pc.Target, pc.LowerBound, pc.UpperBound = r.Target, r.LowerBound, r.UpperBound
+			}
+		}
+		pod.Containers = append(pod.Containers, pc)
+	}
+	if !rule.ShouldUpdate(pod) || !changes(pod) {
+		return
+	}
+	for _, pc := range pod.Containers {
+		if pc.HasRecommendation {
+			sr.current[pc.Name] = fromList(pc.Target)
+		} else if !sr.current[pc.Name].set {
+			sr.current[pc.Name] = fromList(pc.Requests)
+		}
+	}
+	for ci := range w.Containers {
+		sr.started[ci], sr.oomRun[ci] = now, nil
+	}
+	sr.changed = true
+	sr.lastChange = now
+	sr.changes[int(now.Sub(t0)/Day)]++
+	sr.changeAt = append(sr.changeAt, now)
+}
+
+// trackEpisode opens an OOM episode of container ci at its first OOM sample
+// and closes it at the first sample within the request.
+func (sr *series) trackEpisode(ci int, t time.Time, oom bool, t0 time.Time, name string) {
+	switch {
+	case oom && sr.episode[ci].IsZero():
+		sr.episode[ci] = t
+	case !oom && !sr.episode[ci].IsZero():
+		sr.closeEpisode(ci, t, t0, name)
+	}
+}
+
+func (sr *series) closeEpisode(ci int, t, t0 time.Time, name string) {
+	begin := sr.episode[ci]
+	a := sr.day(name, int(begin.Sub(t0)/Day))
+	a.recoveries = append(a.recoveries, t.Sub(begin))
+	sr.episode[ci] = time.Time{}
 }
 
 // inForce returns the request in force for sample s of container name.
@@ -364,6 +460,7 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 					OOMSamples:        a.ooms,
 					CPUShortfall:      float64(a.cpuOver) / n,
 					Changes:           sr.changes[day],
+					Recoveries:        a.recoveries,
 				}
 				sc.CPUSlack = slack(sc.CPURequestMean, ds.CPUUsageP95)
 				sc.MemorySlack = slack(sc.MemoryRequestMean, ds.MemoryUsageP95)

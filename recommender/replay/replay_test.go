@@ -196,3 +196,139 @@ func TestQuantiles(t *testing.T) {
 		})
 	}
 }
+
+// edgeEstimator recommends the highest memory peak (its bucket's upper
+// edge) with bounds [target/2, 2·target], and 1.5 cores [1, 2].
+type edgeEstimator struct{}
+
+func (edgeEstimator) Name() string { return "edge" }
+
+func (edgeEstimator) Recommend(aggs map[string]*model.AggregateState, _ *vpav1.PodResourcePolicy, _ map[string]string) estimator.Result {
+	var res estimator.Result
+	for name, a := range aggs {
+		m := a.Memory.Percentile(1)
+		list := func(cpu, mem float64) corev1.ResourceList {
+			return corev1.ResourceList{
+				corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(cpu*1000), resource.DecimalSI),
+				corev1.ResourceMemory: *resource.NewQuantity(int64(mem), resource.BinarySI),
+			}
+		}
+		res.Containers = append(res.Containers, vpav1.RecommendedContainerResources{
+			ContainerName: name, LowerBound: list(1, m/2), Target: list(1.5, m), UpperBound: list(2, 2*m),
+		})
+	}
+	return res
+}
+
+func TestReplayOOMFeedback(t *testing.T) {
+	// Hourly samples of 400Mi (provisioned 1000Mi) for 77 hours, and a
+	// spike: 1200Mi at 30h and 30h05m, back to 400Mi at 30h10m. The pod is
+	// updated at 24h to the 400Mi peak's bucket edge E0, so at 30h it is 6h
+	// old and both spike samples are OOM kills.
+	const mi = 1 << 20
+	var samples []Sample
+	add := func(at time.Duration, mem float64) {
+		samples = append(samples, Sample{Time: t0.Add(at), CPU: 1, Memory: mem, CPURequest: 2, MemoryRequest: 1000 * mi})
+	}
+	for i := range 77 {
+		add(time.Duration(i)*time.Hour, 400*mi)
+		if i == 30 {
+			samples[len(samples)-1].Memory = 1200 * mi
+			add(30*time.Hour+5*time.Minute, 1200*mi)
+			add(30*time.Hour+10*time.Minute, 400*mi)
+		}
+	}
+	trace := &Trace{HasRequests: true, Workloads: []*Workload{{Name: "w", Containers: []*Container{{Name: "c", Samples: samples}}}}}
+	opts := model.DefaultMemoryHistogramOptions()
+	e0 := opts.BucketStart(opts.FindBucket(400*mi) + 1)
+	// The OOM at E0 is recorded as E0 + 100Mi (more than 1.2·E0), which
+	// replaces the window's 400Mi peak.
+	bumped := float64(int64(opts.BucketStart(opts.FindBucket(float64(int64(e0))+100*mi) + 1)))
+
+	tests := map[string]struct {
+		feedback      bool
+		evictAfterOOM time.Duration
+		wantChanges   []time.Duration
+		// wantMemoryAfter is the memory request in force from 30h10m on,
+		// until the next change.
+		wantMemoryAfter float64
+	}{
+		// The second kill comes 5 minutes after the restart of the first:
+		// a quick OOM, and the pod gets the bumped target at once.
+		"quick OOM updates the pod at once": {
+			feedback: true, evictAfterOOM: 10 * time.Minute,
+			wantChanges: []time.Duration{24 * time.Hour, 30*time.Hour + 5*time.Minute}, wantMemoryAfter: bumped,
+		},
+		// Without the quick-OOM rule the pod is within its bounds and young:
+		// the bumped target waits for the 12h rule (age 12h at 36h).
+		"without quick OOM the change waits": {
+			feedback: true, evictAfterOOM: 0,
+			wantChanges: []time.Duration{24 * time.Hour, 36 * time.Hour}, wantMemoryAfter: float64(int64(e0)),
+		},
+		// Replayed as observed, the model sees the 1200Mi samples: the next
+		// hourly decision finds the request below the new lower bound.
+		"no feedback": {
+			feedback: false, evictAfterOOM: 10 * time.Minute,
+			wantChanges: []time.Duration{24 * time.Hour, 31 * time.Hour}, wantMemoryAfter: float64(int64(e0)),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{edgeEstimator{}},
+				Rule: NewUpdateRule(0.1, 12*time.Hour, tc.evictAfterOOM), OOMFeedback: tc.feedback})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []time.Duration
+			for _, c := range res.Workloads[0].Changes {
+				got = append(got, c.Sub(t0))
+			}
+			if len(got) < len(tc.wantChanges) {
+				t.Fatalf("changes at %v, want %v first", got, tc.wantChanges)
+			}
+			for i, w := range tc.wantChanges {
+				if got[i] != w {
+					t.Fatalf("changes at %v, want %v first", got, tc.wantChanges)
+				}
+			}
+			// Sample 33 is 30h10m.
+			if m := res.Workloads[0].MemoryRequest[0][32]; m != tc.wantMemoryAfter {
+				t.Errorf("memory request at 30h10m %.0f, want %.0f", m, tc.wantMemoryAfter)
+			}
+			d1 := res.Days[0]
+			if d1.Day != 1 || d1.Scores[0].OOMSamples != 2 {
+				t.Fatalf("day %d: %d OOM samples, want day 1 with 2", d1.Day, d1.Scores[0].OOMSamples)
+			}
+			if r := d1.Scores[0].Recoveries; len(r) != 1 || r[0] != 10*time.Minute {
+				t.Errorf("recoveries %v, want one of 10m", r)
+			}
+			sum := res.EstimatorSummary(0)
+			if sum.OOMEpisodes != 1 || !near(sum.RecoveryHoursMean, 1.0/6) || !near(sum.RecoveryHoursP90, 1.0/6) || !near(sum.OOMEventsPerDayMean, 2.0/float64(sum.WorkloadDays)) {
+				t.Errorf("summary %+v", sum)
+			}
+		})
+	}
+}
+
+func TestReplayOOMFeedbackNeedsARequest(t *testing.T) {
+	// Without request columns the first hour has no request: its samples
+	// are usage, not kills, so the first recommendation covers them.
+	const mi = 1 << 20
+	var samples []Sample
+	for i := range 72 {
+		samples = append(samples, Sample{Time: t0.Add(time.Duration(i) * time.Hour), CPU: 1, Memory: 400 * mi})
+	}
+	trace := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{{Name: "c", Samples: samples}}}}}
+	res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{edgeEstimator{}}, OOMFeedback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := model.DefaultMemoryHistogramOptions()
+	want := float64(int64(opts.BucketStart(opts.FindBucket(400*mi) + 1)))
+	if got := res.Workloads[0].MemoryRequest[0][1]; got != want {
+		t.Errorf("first memory request %.0f, want %.0f", got, want)
+	}
+	if s := res.EstimatorSummary(0); s.OOMFreeFraction != 1 || s.OOMEpisodes != 0 {
+		t.Errorf("summary %+v, want no OOM", s)
+	}
+}

@@ -17,6 +17,9 @@ type PodContainer struct {
 	// the container.
 	HasRecommendation              bool
 	Target, LowerBound, UpperBound corev1.ResourceList
+	// OOMKilledAfter is how long the container ran before its last
+	// termination when that was an OOM kill; nil otherwise.
+	OOMKilledAfter *time.Duration
 }
 
 // PodState is a replayed pod at a decision point.
@@ -39,16 +42,19 @@ type updaterRule struct {
 	cfg priority.Config
 }
 
-// NewUpdateRule returns the updater's rule with the given thresholds.
-func NewUpdateRule(updateThreshold float64, lifetimeThreshold time.Duration) UpdateRule {
+// NewUpdateRule returns the updater's rule with the given thresholds: the
+// relative change of requests, the pod age before a change within the bounds,
+// and the run time below which an OOM kill updates the pod at once.
+func NewUpdateRule(updateThreshold float64, lifetimeThreshold, evictAfterOOM time.Duration) UpdateRule {
 	cfg := priority.DefaultConfig()
 	cfg.PodUpdateThreshold = updateThreshold
 	cfg.PodLifetimeUpdateThreshold = lifetimeThreshold
+	cfg.EvictAfterOOMThreshold = evictAfterOOM
 	return updaterRule{cfg: cfg}
 }
 
 // DefaultUpdateRule returns the updater's rule with its default thresholds
-// (10%, 12h).
+// (10%, 12h, 10m).
 func DefaultUpdateRule() UpdateRule { return updaterRule{cfg: priority.DefaultConfig()} }
 
 func (r updaterRule) ShouldUpdate(pod PodState) bool {
@@ -62,6 +68,7 @@ func (r updaterRule) ShouldUpdate(pod PodState) bool {
 			Target:            c.Target,
 			LowerBound:        c.LowerBound,
 			UpperBound:        c.UpperBound,
+			OOMKilledAfter:    c.OOMKilledAfter,
 		})
 	}
 	return priority.Decide(r.cfg, in).Update

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openvpa/openvpa/recommender/estimator"
-	"github.com/openvpa/openvpa/recommender/model"
 )
 
 // SweepPoint is one setting of a swept estimator and its summary.
@@ -23,7 +22,8 @@ type SweepPoint struct {
 //   - percentile: --target-memory-percentile 0.5…0.99 × --recommendation-margin-fraction 0…0.5
 //     (the memory upper-bound percentile is raised to the target percentile
 //     when below it, so that a fresh target is inside its own bounds);
-//   - peak: --peak-memory-margin 0…0.5 × --peak-memory-horizon 3d, 7d, 14d.
+//   - peak: --peak-memory-margin 0…0.5 × --peak-memory-horizon 3d, 7d, 14d;
+//   - adaptive: --adaptive-memory-overrun-cost 64…4096 × --adaptive-memory-young-margin 0.5…4.
 //
 // Every other knob keeps its default.
 func SweepSettings() ([]estimator.Estimator, []SweepPoint) {
@@ -51,13 +51,25 @@ func SweepSettings() ([]estimator.Estimator, []SweepPoint) {
 				Knobs: [][2]string{{"peak-memory-horizon", pc.MemoryHorizon.String()}, {"peak-memory-margin", f(m)}}})
 		}
 	}
+	for _, cost := range []float64{64, 256, 1024, 4096} {
+		for _, young := range []float64{0.5, 1, 2, 3, 4} {
+			ac := estimator.DefaultAdaptiveConfig()
+			ac.MemoryOverrunCost = cost
+			ac.MemoryYoungMargin = young
+			ests = append(ests, estimator.NewAdaptive(estimator.DefaultConfig(), ac))
+			points = append(points, SweepPoint{Estimator: estimator.AdaptiveName,
+				Knobs: [][2]string{{"adaptive-memory-overrun-cost", f(cost)}, {"adaptive-memory-young-margin", f(young)}}})
+		}
+	}
 	return ests, points
 }
 
-// RunSweep replays every setting of SweepSettings side by side.
-func RunSweep(ctx context.Context, trace *Trace, cfg *model.Config, rule UpdateRule, progress func(done, total int)) ([]SweepPoint, error) {
+// RunSweep replays every setting of SweepSettings side by side, with the
+// model, rule and OOM feedback of base.
+func RunSweep(ctx context.Context, trace *Trace, base Options) ([]SweepPoint, error) {
 	ests, points := SweepSettings()
-	res, err := Replay(ctx, trace, Options{Model: cfg, Estimators: ests, Rule: rule, Progress: progress})
+	base.Estimators = ests
+	res, err := Replay(ctx, trace, base)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +83,7 @@ func RunSweep(ctx context.Context, trace *Trace, cfg *model.Config, rule UpdateR
 func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"estimator", "knobs", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction",
-		"cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99"}); err != nil {
+		"cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99", "oom_events_per_day_mean", "recovery_hours_mean"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
@@ -85,7 +97,8 @@ func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 		}
 		s := p.Summary
 		if err := cw.Write([]string{p.Estimator, knobs, strconv.Itoa(s.WorkloadDays), f(s.MemorySlackMean), f(s.MemorySlackMedian),
-			f(s.OOMFreeFraction), f(s.CPUSlackMean), f(s.CPUShortfallMean), f(s.ChangesPerDayMean), f(s.ChangesPerDayP99)}); err != nil {
+			f(s.OOMFreeFraction), f(s.CPUSlackMean), f(s.CPUShortfallMean), f(s.ChangesPerDayMean), f(s.ChangesPerDayP99),
+			f(s.OOMEventsPerDayMean), f(s.RecoveryHoursMean)}); err != nil {
 			return err
 		}
 	}

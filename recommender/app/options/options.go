@@ -156,7 +156,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")
-	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain) or "peak"`)
+	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
 
 	fs = s.FlagSet("estimator")
 	AddEstimatorFlags(fs, &o.Estimators)
@@ -373,6 +373,15 @@ func AddEstimatorFlags(fs *pflag.FlagSet, o *estimator.Options) {
 	fs.Float64Var(&p.MemoryMaxMargin, "peak-memory-max-margin", p.MemoryMaxMargin, "Peak estimator: cap on the total margin.")
 	fs.Float64Var(&p.MemoryLowerBoundFraction, "peak-memory-lower-bound-fraction", p.MemoryLowerBoundFraction, "Peak estimator: lower bound as a fraction of the highest recent peak.")
 	fs.Float64Var(&p.MemoryUpperBoundFactor, "peak-memory-upper-bound-factor", p.MemoryUpperBoundFactor, "Peak estimator: upper bound as a multiple of the target.")
+	ad := &o.Adaptive
+	fs.DurationSliceVar(&ad.MemoryHorizons, "adaptive-memory-horizons", ad.MemoryHorizons, "Adaptive estimator: the arms' horizons, how much recent history of memory peaks each arm covers.")
+	fs.Float64SliceVar(&ad.MemoryMargins, "adaptive-memory-margins", ad.MemoryMargins, "Adaptive estimator: the arms' safety margins over their peak.")
+	fs.Float64Var(&ad.MemoryOverrunCost, "adaptive-memory-overrun-cost", ad.MemoryOverrunCost, "Adaptive estimator: cost of the share of past memory peaks an arm leaves uncovered, against the headroom it costs; higher is safer.")
+	fs.Float64Var(&ad.MemoryYoungMargin, "adaptive-memory-young-margin", ad.MemoryYoungMargin, "Adaptive estimator: extra margin divided by the history length in days (at least 1).")
+	fs.Float64Var(&ad.MemoryZeroFactor, "adaptive-memory-zero-factor", ad.MemoryZeroFactor, "Adaptive estimator: extra margin per unit of z/(1-z), z the weight share of peaks that read as no usage.")
+	fs.Float64Var(&ad.MemoryMaxExtraMargin, "adaptive-memory-max-extra-margin", ad.MemoryMaxExtraMargin, "Adaptive estimator: cap on the young and zero margins together.")
+	fs.Float64Var(&ad.MemoryLowerBoundFraction, "adaptive-memory-lower-bound-fraction", ad.MemoryLowerBoundFraction, "Adaptive estimator: lower bound as a fraction of the chosen arm's peak.")
+	fs.Float64Var(&ad.MemoryUpperBoundFactor, "adaptive-memory-upper-bound-factor", ad.MemoryUpperBoundFactor, "Adaptive estimator: upper bound as a multiple of the target.")
 }
 
 // AddModelFlags registers the model's tunables (histogram half-lives, memory

@@ -75,6 +75,8 @@ func TestValidate(t *testing.T) {
 		"too many shards":             {args: []string{"--shards=65"}, wantErr: "--shards"},
 		"shards with leader election": {args: []string{"--shards=8", "--leader-elect"}, wantErr: "mutually exclusive"},
 		"shards with bad timings":     {args: []string{"--shards=8", "--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline"},
+		"bad adaptive arms": {args: []string{"--estimator=adaptive", "--adaptive-memory-horizons=24h,-1h"},
+			wantErr: "adaptive memory horizon must be > 0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -105,15 +107,18 @@ func TestValidate(t *testing.T) {
 }
 
 func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
-	for _, name := range []string{"percentile", "peak"} {
+	for _, name := range []string{"percentile", "peak", "adaptive"} {
 		o := NewOptions()
 		fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
 		o.AddFlags(fs)
-		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2"}); err != nil {
+		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2", "--adaptive-memory-margins=0,0.25", "--adaptive-memory-horizons=48h,168h"}); err != nil {
 			t.Fatal(err)
 		}
 		if err := o.Validate(); err != nil {
 			t.Errorf("--estimator=%s rejected: %v", name, err)
+		}
+		if a := o.Estimators.Adaptive; len(a.MemoryMargins) != 2 || a.MemoryMargins[1] != 0.25 || len(a.MemoryHorizons) != 2 || a.MemoryHorizons[1] != 168*time.Hour {
+			t.Errorf("adaptive arms not parsed: %+v", a)
 		}
 	}
 	o := NewOptions()

@@ -1,0 +1,217 @@
+package estimator
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// AdaptiveName is the name of the Adaptive estimator.
+const AdaptiveName = "adaptive"
+
+// AdaptiveConfig holds the tunables of the Adaptive estimator's memory
+// recommendation; CPU follows the percentile chain of Config.
+type AdaptiveConfig struct {
+	// MemoryHorizons are the arms' horizons: an arm covers the highest
+	// memory peak of roughly this much recent history.
+	MemoryHorizons []time.Duration
+	// MemoryMargins are the arms' safety margins over that peak.
+	MemoryMargins []float64
+	// MemoryOverrunCost weighs an arm's overrun (the share of the decayed
+	// peak history above its level) against its headroom (the share of its
+	// level above the typical peak).
+	MemoryOverrunCost float64
+	// MemoryYoungMargin is added to every arm's margin, divided by the
+	// history length in days, while the history is short.
+	MemoryYoungMargin float64
+	// MemoryZeroFactor scales the margin added to every arm for peaks that
+	// read as no usage at all: z/(1−z) with z their share of the weight.
+	MemoryZeroFactor float64
+	// MemoryMaxExtraMargin caps the young and zero margins together.
+	MemoryMaxExtraMargin float64
+	// MemoryLowerBoundFraction places the lower bound below the target, as a
+	// fraction of the chosen arm's peak.
+	MemoryLowerBoundFraction float64
+	// MemoryUpperBoundFactor places the upper bound above the target.
+	MemoryUpperBoundFactor float64
+}
+
+// DefaultAdaptiveConfig returns the Adaptive estimator's defaults.
+func DefaultAdaptiveConfig() AdaptiveConfig {
+	day := 24 * time.Hour
+	return AdaptiveConfig{
+		MemoryHorizons:           []time.Duration{day, 2 * day, 4 * day, 7 * day, 14 * day, 28 * day},
+		MemoryMargins:            []float64{0, 0.1, 0.2, 0.3, 0.5},
+		MemoryOverrunCost:        256,
+		MemoryYoungMargin:        4,
+		MemoryZeroFactor:         0.2,
+		MemoryMaxExtraMargin:     3,
+		MemoryLowerBoundFraction: 1.0,
+		MemoryUpperBoundFactor:   2.0,
+	}
+}
+
+// Validate reports every invalid field.
+func (c AdaptiveConfig) Validate() error {
+	var errs []error
+	if len(c.MemoryHorizons) == 0 || len(c.MemoryMargins) == 0 {
+		errs = append(errs, errors.New("adaptive memory horizons and margins must not be empty"))
+	}
+	if len(c.MemoryHorizons)*len(c.MemoryMargins) > 256 {
+		errs = append(errs, fmt.Errorf("adaptive estimator: %d×%d arms is more than 256", len(c.MemoryHorizons), len(c.MemoryMargins)))
+	}
+	for _, h := range c.MemoryHorizons {
+		if h <= 0 {
+			errs = append(errs, fmt.Errorf("adaptive memory horizon must be > 0, got %v", h))
+		}
+	}
+	finite := func(name string, v float64) {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("%s must be a finite number >= 0, got %v", name, v))
+		}
+	}
+	for _, m := range c.MemoryMargins {
+		finite("adaptive memory margin", m)
+	}
+	finite("adaptive memory overrun cost", c.MemoryOverrunCost)
+	finite("adaptive memory young margin", c.MemoryYoungMargin)
+	finite("adaptive memory zero factor", c.MemoryZeroFactor)
+	finite("adaptive memory max extra margin", c.MemoryMaxExtraMargin)
+	if !(c.MemoryLowerBoundFraction > 0 && c.MemoryLowerBoundFraction <= 1) {
+		errs = append(errs, fmt.Errorf("adaptive memory lower bound fraction must be in (0, 1], got %v", c.MemoryLowerBoundFraction))
+	}
+	if !(c.MemoryUpperBoundFactor >= 1) || math.IsInf(c.MemoryUpperBoundFactor, 0) {
+		errs = append(errs, fmt.Errorf("adaptive memory upper bound factor must be a finite number >= 1, got %v", c.MemoryUpperBoundFactor))
+	}
+	return errors.Join(errs...)
+}
+
+// Adaptive recommends memory per workload from several arms (horizon ×
+// margin), each scored against the workload's own decayed peak history by
+// the peaks it leaves uncovered and the headroom it costs; the cheapest arm
+// sets the target. CPU is the percentile chain. Everything is computed from
+// the aggregate's histograms, so a restored checkpoint gives the same
+// recommendation. See docs/algorithm.md, "The adaptive estimator".
+type Adaptive struct {
+	cfg        Config
+	adaptive   AdaptiveConfig
+	percentile *Percentile
+}
+
+var _ Estimator = (*Adaptive)(nil)
+
+// NewAdaptive returns the Adaptive estimator.
+func NewAdaptive(cfg Config, adaptive AdaptiveConfig) *Adaptive {
+	return &Adaptive{cfg: cfg, adaptive: adaptive, percentile: NewPercentile(cfg)}
+}
+
+// Name returns AdaptiveName.
+func (p *Adaptive) Name() string { return AdaptiveName }
+
+// Recommend implements Estimator.
+func (p *Adaptive) Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result {
+	return recommend(p.cfg, p.Estimate, aggregates, policy, annotations)
+}
+
+// Estimate returns the raw amounts for one aggregate: CPU from the percentile
+// chain, memory from MemoryEstimate, each at least minimum.
+func (p *Adaptive) Estimate(a *model.AggregateState, minimum Resources) Amounts {
+	out := p.percentile.Estimate(a, minimum)
+	lower, target, upper := p.MemoryEstimate(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
+	out.Target.Memory = max(target, minimum.Memory)
+	out.LowerBound.Memory = max(lower, minimum.Memory)
+	out.UpperBound.Memory = max(upper, minimum.Memory)
+	return out
+}
+
+// peakBucket is one non-empty bucket of a memory peak histogram above the
+// first bucket: its upper edge (the value Percentile reports for it) and
+// weight.
+type peakBucket struct {
+	edge, weight float64
+}
+
+// MemoryEstimate returns the memory lower bound, target and upper bound, in
+// bytes, from a decaying histogram of window peaks. With the non-zero peaks
+// (those above the first bucket, of weight share 1 − z):
+//
+//	Q(q)        = weighted q-quantile of the non-zero peaks (bucket upper edge)
+//	extra       = min(young / max(days, 1) + zeroFactor · z/(1 − z), maxExtra)
+//	level(h)    = Q(1 − 2^(−h/halfLife)/2)      highest peak of about the last h
+//	L(h, m)     = level(h) · (1 + m + extra)    the arm's target
+//	overrun(L)  = weight share of non-zero peaks whose bucket edge exceeds L
+//	headroom(L) = 1 − Q(0.5)/L
+//	cost        = headroom + overrunCost · overrun
+//
+// The arm of lowest cost (ties: the higher target) gives target = L,
+// lower = level · lowerFraction and upper = target · upperFactor. A histogram
+// holding only first-bucket peaks yields the first bucket's upper edge for
+// all three.
+func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Duration) (lower, target, upper model.ResourceAmount) {
+	if h.IsEmpty() {
+		return 0, 0, 0
+	}
+	hist := h.Histogram()
+	zeroEdge := hist.Options().BucketStart(1)
+	var buckets []peakBucket
+	zeroWeight, total := 0.0, 0.0
+	hist.Buckets(func(b int, _, w float64) {
+		total += w
+		if b == 0 {
+			zeroWeight += w
+			return
+		}
+		buckets = append(buckets, peakBucket{edge: hist.Options().BucketStart(b + 1), weight: w})
+	})
+	nonZero := total - zeroWeight
+	if len(buckets) == 0 || !(nonZero > 0) {
+		e := model.MemoryAmountFromBytes(zeroEdge)
+		return e, e, e
+	}
+	z := zeroWeight / total
+	quantile := func(q float64) float64 {
+		threshold := q * nonZero
+		sum := 0.0
+		for _, b := range buckets {
+			sum += b.weight
+			if sum >= threshold {
+				return b.edge
+			}
+		}
+		return buckets[len(buckets)-1].edge
+	}
+	overrun := func(level float64) float64 {
+		above := 0.0
+		for i := len(buckets) - 1; i >= 0 && buckets[i].edge > level; i-- {
+			above += buckets[i].weight
+		}
+		return above / nonZero
+	}
+	c := p.adaptive
+	extra := c.MemoryZeroFactor * z / (1 - z)
+	if days := history.Hours() / 24; days > 0 {
+		extra += c.MemoryYoungMargin / max(days, 1)
+	}
+	extra = min(extra, c.MemoryMaxExtraMargin)
+	typical := quantile(0.5)
+	bestCost, bestTarget, bestLevel := math.Inf(1), 0.0, 0.0
+	for _, hz := range c.MemoryHorizons {
+		level := quantile(1 - math.Exp2(-float64(hz)/float64(h.HalfLife()))/2)
+		for _, m := range c.MemoryMargins {
+			l := level * (1 + m + extra)
+			cost := 1 - typical/l + c.MemoryOverrunCost*overrun(l)
+			if cost < bestCost || (cost == bestCost && l > bestTarget) {
+				bestCost, bestTarget, bestLevel = cost, l, level
+			}
+		}
+	}
+	levelAmount := model.MemoryAmountFromBytes(bestLevel)
+	target = model.MemoryAmountFromBytes(bestTarget)
+	lower = model.ScaleResource(levelAmount, c.MemoryLowerBoundFraction)
+	upper = model.ScaleResource(target, c.MemoryUpperBoundFactor)
+	return lower, target, upper
+}

@@ -1,0 +1,156 @@
+package estimator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+func TestAdaptiveMemoryEstimate(t *testing.T) {
+	opts := model.DefaultMemoryHistogramOptions()
+	edge := func(v float64) float64 { return opts.BucketStart(opts.FindBucket(v) + 1) }
+	now := time.Date(2024, 1, 10, 0, 0, 0, 0, time.UTC)
+	day := 24 * time.Hour
+	type peak struct {
+		bytes float64
+		age   time.Duration
+	}
+	// steady returns a 1e9 B peak for each of the last n days.
+	steady := func(n int, extra ...peak) []peak {
+		var out []peak
+		for i := range n {
+			out = append(out, peak{1e9, time.Duration(i) * day})
+		}
+		return append(out, extra...)
+	}
+	tests := map[string]struct {
+		peaks   []peak
+		history time.Duration
+		cfg     func(*AdaptiveConfig)
+		// want* in bytes before truncation; compared within 2 bytes + 1e-8.
+		wantLower, wantTarget, wantUpper float64
+	}{
+		"empty histogram": {},
+		"only zero peaks read as the first bucket": {
+			peaks:     []peak{{0, 0}, {5e6, day}},
+			wantLower: 1e7, wantTarget: 1e7, wantUpper: 1e7,
+		},
+		// Every arm has the same level; headroom is least without margin.
+		"single peak, no history yet": {
+			peaks:     []peak{{1e9, 0}},
+			wantLower: edge(1e9), wantTarget: edge(1e9), wantUpper: 2 * edge(1e9),
+		},
+		// The young margin 4/1 is capped at 3.
+		"one day of history": {
+			peaks:     []peak{{1e9, 0}},
+			history:   day,
+			wantLower: edge(1e9), wantTarget: 4 * edge(1e9), wantUpper: 8 * edge(1e9),
+		},
+		// 40 days: young margin 4/40; half the weight reads as zero: 0.2·1.
+		"zero peaks and long history": {
+			peaks:     []peak{{0, 0}, {1e9, 0}},
+			history:   40 * day,
+			wantLower: edge(1e9), wantTarget: edge(1e9) * (1 + 0.1 + 0.2), wantUpper: 2 * edge(1e9) * 1.3,
+		},
+		// A 2e9 peak 2 days ago holds about 1/8 of the weight: leaving it
+		// uncovered costs 256/8 = 32, far more than the headroom of covering
+		// it (about 0.55), so an arm covering it wins.
+		"recent spike is covered": {
+			peaks:     steady(10, peak{2e9, 2 * day}),
+			history:   40 * day,
+			wantLower: edge(2e9), wantTarget: edge(2e9) * 1.1, wantUpper: 2 * edge(2e9) * 1.1,
+		},
+		// Ten days old it holds about 2^-11 of the weight: uncovered it costs
+		// 0.125, less than the headroom covering it would add.
+		"old spike is not worth covering": {
+			peaks:     steady(10, peak{2e9, 10 * day}),
+			history:   40 * day,
+			wantLower: edge(1e9), wantTarget: edge(1e9) * 1.1, wantUpper: 2 * edge(1e9) * 1.1,
+		},
+		// With a higher overrun cost the same old spike is covered.
+		"overrun cost decides": {
+			peaks:     steady(10, peak{2e9, 10 * day}),
+			history:   40 * day,
+			cfg:       func(c *AdaptiveConfig) { c.MemoryOverrunCost = 4096 },
+			wantLower: edge(2e9), wantTarget: edge(2e9) * 1.1, wantUpper: 2 * edge(2e9) * 1.1,
+		},
+		// One horizon: the level is the 1e9 bucket; a 1.04e9 peak five days
+		// old (2^-6 of the weight) is covered more cheaply by the 10% margin
+		// than left over (overrun cost about 4).
+		"margin arm": {
+			peaks:     steady(10, peak{1.04e9, 5 * day}),
+			history:   40 * day,
+			cfg:       func(c *AdaptiveConfig) { c.MemoryHorizons = []time.Duration{day}; c.MemoryYoungMargin = 0 },
+			wantLower: edge(1e9), wantTarget: edge(1e9) * 1.1, wantUpper: 2 * edge(1e9) * 1.1,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			cfg := DefaultAdaptiveConfig()
+			if tc.cfg != nil {
+				tc.cfg(&cfg)
+			}
+			h := model.NewDecayingHistogram(opts, 24*time.Hour)
+			for _, p := range tc.peaks {
+				h.AddSample(p.bytes, 1, now.Add(-p.age))
+			}
+			lower, target, upper := NewAdaptive(DefaultConfig(), cfg).MemoryEstimate(&h, tc.history)
+			for _, c := range []struct {
+				name string
+				got  model.ResourceAmount
+				want float64
+			}{{"lower", lower, tc.wantLower}, {"target", target, tc.wantTarget}, {"upper", upper, tc.wantUpper}} {
+				if d := float64(c.got) - c.want; d > 2+1e-8*c.want || d < -2-1e-8*c.want {
+					t.Errorf("%s = %d, want %.0f", c.name, c.got, c.want)
+				}
+			}
+		})
+	}
+}
+
+func TestAdaptiveKeepsPercentileCPUAndRestoresFromCheckpoint(t *testing.T) {
+	a := model.NewAggregateState(nil, time.Unix(0, 0))
+	c := model.NewContainerState(a)
+	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var end time.Time
+	for i := range 3 * 24 * 60 {
+		end = start.Add(time.Duration(i) * time.Minute)
+		c.AddCPUSample(end, 300)
+		mem := 2e9
+		if i == 36*60 {
+			mem = 3e9
+		}
+		c.AddMemorySample(end, model.MemoryAmountFromBytes(mem))
+	}
+	aggs := map[string]*model.AggregateState{"app": a}
+	est := NewAdaptive(DefaultConfig(), DefaultAdaptiveConfig())
+	pct := NewPercentile(DefaultConfig()).Recommend(aggs, nil, nil).Containers[0]
+	got := est.Recommend(aggs, nil, nil).Containers[0]
+	if !pct.Target.Cpu().Equal(*got.Target.Cpu()) || !pct.LowerBound.Cpu().Equal(*got.LowerBound.Cpu()) || !pct.UpperBound.Cpu().Equal(*got.UpperBound.Cpu()) {
+		t.Errorf("CPU differs: percentile %v, adaptive %v", pct, got)
+	}
+	// The estimator needs nothing but the histograms: a checkpoint (without
+	// the open window, as the recommender writes it at a window's end)
+	// restores the same recommendation.
+	cp, err := model.SaveCheckpoint(a, nil, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := model.RestoreCheckpoint(nil, &cp, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := est.Recommend(map[string]*model.AggregateState{"app": restored}, nil, nil).Containers[0]
+	if !again.Target.Memory().Equal(*got.Target.Memory()) || !again.LowerBound.Memory().Equal(*got.LowerBound.Memory()) || !again.UpperBound.Memory().Equal(*got.UpperBound.Memory()) {
+		t.Errorf("memory after restore %v, before %v", again, got)
+	}
+	// The 3e9 peak of day 2 is covered: its bucket's edge plus the young
+	// margin 4/3 days (the margin arms are not worth more headroom).
+	opts := model.DefaultMemoryHistogramOptions()
+	edge := opts.BucketStart(opts.FindBucket(3e9) + 1)
+	want := edge * (1 + 4/(float64(3*24*60-1)/(24*60)))
+	if v := float64(got.Target.Memory().Value()); v < want-2 || v > want+2 {
+		t.Errorf("memory target %.0f, want %.0f", v, want)
+	}
+}
