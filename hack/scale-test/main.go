@@ -9,6 +9,7 @@
 //	make scale-test                                              # 500 two-pod Deployments
 //	make scale-test SCALE_TEST_FLAGS="--deployments=2000 --replicas=1"
 //	go run ./hack/scale-test --kubeconfig=/tmp/other/kubeconfig --recommender=bin/vpa-recommender
+//	go run ./hack/scale-test --deployments=10000 --replicas=1 --recommender-replicas=2   # sharded, per-replica report
 //
 // The cluster needs room for the pods: every KWOK node holds 110
 // (CLUSTER_NODES=10 hack/cluster/up.sh for 1,000 pods). The namespace is
@@ -68,6 +69,9 @@ type config struct {
 	heapProfile  string
 	components   string
 	rounds       int
+	// recommenderReplicas > 1 runs that many recommenders with --shards.
+	recommenderReplicas int
+	shards              int
 }
 
 func main() {
@@ -106,12 +110,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.logDir, "log-dir", filepath.Join("_output", "scale-test"), "folder for the recommender's log")
 	fs.StringVar(&c.components, "components", "", "after the recommender, measure these binaries one by one on the same workloads: comma-separated updater=BINARY or admission-controller=BINARY (each runs 3 updater loops of 10 s, or until ready, then 10 s more)")
 	fs.IntVar(&c.rounds, "component-rounds", 1, "how many times to measure each of --components, alternating them")
+	fs.IntVar(&c.recommenderReplicas, "recommender-replicas", 1, "recommender replicas; above 1 they divide the VPAs with --shards=--recommender-shards, each with its own QPS budget, and the report is per replica")
+	fs.IntVar(&c.shards, "recommender-shards", 8, "--shards passed to the replicas when --recommender-replicas is above 1")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	comps, err := parseComponents(c.components)
 	if err != nil {
 		return err
+	}
+	if c.recommenderReplicas < 1 || c.recommenderReplicas > 1 && (c.shards < c.recommenderReplicas || c.loops < 1) {
+		return errors.New("--recommender-replicas must be positive; with more than one, --recommender-shards must be at least as many and --loops positive")
 	}
 	if c.deployments < 1 || c.replicas < 1 || c.loops < 0 || (c.loops == 0 && len(comps) == 0) {
 		return errors.New("--deployments and --replicas must be positive, --loops too unless --components are measured")
@@ -202,7 +211,13 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	logf("workloads ready after %s", time.Since(setupStart).Round(time.Second))
 
-	if c.loops > 0 {
+	if c.loops > 0 && c.recommenderReplicas > 1 {
+		res, err := measureReplicas(ctx, kube, vpas, c)
+		if err != nil {
+			return err
+		}
+		reportReplicas(out, c, res)
+	} else if c.loops > 0 {
 		res, err := measure(ctx, c)
 		if err != nil {
 			return err
