@@ -446,14 +446,7 @@ func measure(ctx context.Context, c config) (*results, error) {
 		return nil, err
 	}
 	defer logFile.Close()
-	args := []string{
-		"--kubeconfig=" + c.kubeconfig,
-		"--vpa-object-namespace=" + c.namespace,
-		fmt.Sprintf("--address=127.0.0.1:%d", port),
-		"--recommender-interval=" + c.interval.String(),
-		"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
-		"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
-	}
+	args := recommenderArgs(c, port)
 	if c.heapProfile != "" {
 		args = append(args, "--profiling")
 	}
@@ -521,6 +514,18 @@ func measure(ctx context.Context, c config) (*results, error) {
 		logf("heap profile saved to %s (go tool pprof -sample_index=inuse_space %s)", c.heapProfile, c.heapProfile)
 	}
 	return res, nil
+}
+
+// recommenderArgs are the flags every measured recommender runs with.
+func recommenderArgs(c config, port int) []string {
+	return []string{
+		"--kubeconfig=" + c.kubeconfig,
+		"--vpa-object-namespace=" + c.namespace,
+		fmt.Sprintf("--address=127.0.0.1:%d", port),
+		"--recommender-interval=" + c.interval.String(),
+		"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
+		"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
+	}
 }
 
 // startProcess starts bin with its output in log, and returns the command, a channel that

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -72,15 +71,7 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 			return nil, err
 		}
 		defer logFile.Close()
-		args := []string{
-			"--kubeconfig=" + c.kubeconfig,
-			"--vpa-object-namespace=" + c.namespace,
-			fmt.Sprintf("--address=127.0.0.1:%d", port),
-			"--recommender-interval=" + c.interval.String(),
-			"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
-			"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
-			fmt.Sprintf("--shards=%d", c.shards),
-		}
+		args := append(recommenderArgs(c, port), fmt.Sprintf("--shards=%d", c.shards))
 		args = append(args, strings.Fields(c.extraArgs)...)
 		logf("starting replica %d: %s %s (log %s)", i, c.recommender, strings.Join(args, " "), logPath)
 		_, exited, stop, err := startProcess(c.recommender, args, logFile)

@@ -81,12 +81,7 @@ func (c AdaptiveConfig) Validate() error {
 	finite("adaptive memory young margin", c.MemoryYoungMargin)
 	finite("adaptive memory zero factor", c.MemoryZeroFactor)
 	finite("adaptive memory max extra margin", c.MemoryMaxExtraMargin)
-	if !(c.MemoryLowerBoundFraction > 0 && c.MemoryLowerBoundFraction <= 1) {
-		errs = append(errs, fmt.Errorf("adaptive memory lower bound fraction must be in (0, 1], got %v", c.MemoryLowerBoundFraction))
-	}
-	if !(c.MemoryUpperBoundFactor >= 1) || math.IsInf(c.MemoryUpperBoundFactor, 0) {
-		errs = append(errs, fmt.Errorf("adaptive memory upper bound factor must be a finite number >= 1, got %v", c.MemoryUpperBoundFactor))
-	}
+	errs = append(errs, boundErrors("adaptive", c.MemoryLowerBoundFraction, c.MemoryUpperBoundFactor)...)
 	return errors.Join(errs...)
 }
 
@@ -120,12 +115,7 @@ func (p *Adaptive) Recommend(aggregates map[string]*model.AggregateState, policy
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
 // chain, memory from MemoryEstimate, each at least minimum.
 func (p *Adaptive) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	out := p.percentile.Estimate(a, minimum)
-	lower, target, upper := p.MemoryEstimate(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
-	out.Target.Memory = max(target, minimum.Memory)
-	out.LowerBound.Memory = max(lower, minimum.Memory)
-	out.UpperBound.Memory = max(upper, minimum.Memory)
-	return out
+	return percentileCPU(p.percentile, p.MemoryEstimate, a, minimum)
 }
 
 // peakBucket is one non-empty bucket of a memory peak histogram above the

@@ -76,12 +76,7 @@ func (c PeakConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("%s must be a finite number >= 0, got %v", f.name, f.v))
 		}
 	}
-	if !(c.MemoryLowerBoundFraction > 0 && c.MemoryLowerBoundFraction <= 1) {
-		errs = append(errs, fmt.Errorf("peak memory lower bound fraction must be in (0, 1], got %v", c.MemoryLowerBoundFraction))
-	}
-	if !(c.MemoryUpperBoundFactor >= 1) || math.IsInf(c.MemoryUpperBoundFactor, 0) {
-		errs = append(errs, fmt.Errorf("peak memory upper bound factor must be a finite number >= 1, got %v", c.MemoryUpperBoundFactor))
-	}
+	errs = append(errs, boundErrors("peak", c.MemoryLowerBoundFraction, c.MemoryUpperBoundFactor)...)
 	return errors.Join(errs...)
 }
 
@@ -112,12 +107,33 @@ func (p *Peak) Recommend(aggregates map[string]*model.AggregateState, policy *vp
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
 // chain, memory from MemoryEstimate, each at least minimum.
 func (p *Peak) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	out := p.percentile.Estimate(a, minimum)
-	lower, target, upper := p.MemoryEstimate(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
+	return percentileCPU(p.percentile, p.MemoryEstimate, a, minimum)
+}
+
+// percentileCPU returns the percentile chain's amounts for a, with memory
+// (lower bound, target, upper bound) from memory instead, each at least
+// minimum: the shape of the estimators that only change memory.
+func percentileCPU(pc *Percentile, memory func(*model.DecayingHistogram, time.Duration) (model.ResourceAmount, model.ResourceAmount, model.ResourceAmount),
+	a *model.AggregateState, minimum Resources) Amounts {
+	out := pc.Estimate(a, minimum)
+	lower, target, upper := memory(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
 	out.Target.Memory = max(target, minimum.Memory)
 	out.LowerBound.Memory = max(lower, minimum.Memory)
 	out.UpperBound.Memory = max(upper, minimum.Memory)
 	return out
+}
+
+// boundErrors checks the lower bound fraction (in (0, 1]) and the upper
+// bound factor (finite, at least 1) of a memory estimator named name.
+func boundErrors(name string, lowerFraction, upperFactor float64) []error {
+	var errs []error
+	if !(lowerFraction > 0 && lowerFraction <= 1) {
+		errs = append(errs, fmt.Errorf("%s memory lower bound fraction must be in (0, 1], got %v", name, lowerFraction))
+	}
+	if !(upperFactor >= 1) || math.IsInf(upperFactor, 0) {
+		errs = append(errs, fmt.Errorf("%s memory upper bound factor must be a finite number >= 1, got %v", name, upperFactor))
+	}
+	return errs
 }
 
 // MemoryEstimate returns the memory lower bound, target and upper bound, in
