@@ -22,6 +22,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
@@ -172,6 +173,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	if inf.HPAs, err = hpa.NewCache(cfg, nsFilter.WatchNamespace()); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -233,6 +237,8 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Prom:        prom,
 		OnLoop:      lh.MarkLoop,
 		LimitRanges: inf.LimitRanges,
+		Controllers: resolver,
+		HPAs:        inf.HPAs.InNamespace,
 	})
 	if err := rec.Restore(ctx); err != nil {
 		// Without the saved history the first statuses would regress; retry

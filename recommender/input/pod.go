@@ -25,6 +25,11 @@ type Pod struct {
 	Containers     []Container
 	// PodResources are the pod-level resources, nil when the pod sets none.
 	PodResources *corev1.ResourceRequirements
+	// Controller is the pod's controlling owner, nil when it has none: for
+	// the OverlappingVPA condition, which names the VPA the admission
+	// controller applies (the one whose targetRef is the pod's topmost
+	// controller).
+	Controller *target.Ref
 }
 
 // Container is one container of a Pod's spec with its status.
@@ -131,6 +136,7 @@ func TrimPod(obj any) (any, error) {
 		},
 		Phase:      p.Status.Phase,
 		Containers: make([]Container, len(p.Spec.Containers)),
+		Controller: target.ControllerOf(p.Namespace, p.OwnerReferences),
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.InitContainers = make([]string, len(p.Spec.InitContainers))

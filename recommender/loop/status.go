@@ -26,6 +26,11 @@ const (
 	// ReasonLimitRangeOverridesPolicy: pods get the recommendation capped
 	// to the LimitRanges past minAllowed or maxAllowed.
 	ReasonLimitRangeOverridesPolicy = recommendation.ReasonLimitRangeOverridesPolicy
+	// ReasonOverlappingVPAs: another VPA matches some of this VPA's pods.
+	ReasonOverlappingVPAs = "OverlappingVPAs"
+	// ReasonHPAOnSameResource: an HPA scales the target on a resource this
+	// VPA sets.
+	ReasonHPAOnSameResource = "HPAOnSameResource"
 	// LowConfidenceThreshold is the confidence (in days of history) below
 	// which LowConfidence is set.
 	LowConfidenceThreshold = 1.0
@@ -46,6 +51,12 @@ type Facts struct {
 	// LimitRangeConflict is the LimitRangeConflict condition's reason and
 	// message; empty when the recommendation fits the pods.
 	LimitRangeConflict, LimitRangeConflictMessage string
+	// Overlap is the OverlappingVPA message; empty when no other VPA
+	// matches the VPA's pods.
+	Overlap string
+	// HPAConflict is the HPAConflict message; empty when no HPA scales the
+	// target on a resource the VPA sets.
+	HPAConflict string
 }
 
 // conditionSet edits a list of conditions keyed by type, keeping the
@@ -95,10 +106,10 @@ func HasRecommendation(r *vpav1.RecommendedPodResources) bool {
 
 // BuildStatus returns the status the VPA should have: the recommendation,
 // the conditions (upstream's RecommendationProvided, NoPodsMatched and
-// ConfigUnsupported rules, plus LowConfidence, FetchingHistory and
-// LimitRangeConflict; conditions of other types are kept, ConfigDeprecated is
-// removed), sorted by type with unchanged transition times, and
-// observedGeneration.
+// ConfigUnsupported rules, plus LowConfidence, FetchingHistory,
+// LimitRangeConflict, OverlappingVPA and HPAConflict; conditions of other
+// types are kept, ConfigDeprecated is removed), sorted by type with
+// unchanged transition times, and observedGeneration.
 func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1.VerticalPodAutoscalerStatus {
 	cs := newConditionSet(vpa.Status.Conditions, now)
 	cs.remove(vpav1.ConfigDeprecated)
@@ -134,6 +145,16 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 		cs.set(vpav1.LimitRangeConflict, true, f.LimitRangeConflict, f.LimitRangeConflictMessage)
 	} else {
 		cs.remove(vpav1.LimitRangeConflict)
+	}
+	if f.Overlap != "" {
+		cs.set(vpav1.OverlappingVPA, true, ReasonOverlappingVPAs, f.Overlap)
+	} else {
+		cs.remove(vpav1.OverlappingVPA)
+	}
+	if f.HPAConflict != "" {
+		cs.set(vpav1.HPAConflict, true, ReasonHPAOnSameResource, f.HPAConflict)
+	} else {
+		cs.remove(vpav1.HPAConflict)
 	}
 	st := vpav1.VerticalPodAutoscalerStatus{Conditions: cs.list()}
 	if has {
