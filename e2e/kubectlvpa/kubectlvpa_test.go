@@ -395,7 +395,7 @@ func TestOverlappingVPAs(t *testing.T) {
 		})
 	}
 	x := e.explainJSON(t, "second")
-	if len(x.Problems) == 0 || !strings.Contains(strings.Join(x.Problems, "\n"), "also matched by first; the admission controller applies VPA first") {
+	if len(x.Problems) == 0 || !strings.Contains(strings.Join(x.Problems, "\n"), "also matched by VPA first; the admission controller applies VPA first") {
 		t.Errorf("explain problems = %q, want the overlap", x.Problems)
 	}
 }

@@ -136,6 +136,12 @@ func (o *Options) clientConfig() clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 }
 
+func flagSet(o *Options, cmd string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("kubectl vpa "+cmd, pflag.ContinueOnError)
+	o.AddFlags(fs, cmd)
+	return fs
+}
+
 // Main runs the command line args (without the program name).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -147,9 +153,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unknown command %q; run kubectl vpa --help", cmd)
 	}
 	o := NewOptions()
-	fs := pflag.NewFlagSet("kubectl vpa "+cmd, pflag.ContinueOnError)
+	fs := flagSet(o, cmd)
 	fs.SetOutput(stderr)
-	o.AddFlags(fs, cmd)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
@@ -206,15 +211,20 @@ func runExplain(ctx context.Context, o *Options, cfg *rest.Config, ns, name stri
 	if err != nil {
 		return err
 	}
+	return writeExplain(ix, o, ns, name, stdout)
+}
+
+// writeExplain explains VPA ns/name from the index in o.Output's format.
+func writeExplain(ix *snapshot.Index, o *Options, ns, name string, w io.Writer) error {
 	v := ix.Find(ns, name)
 	if v == nil {
 		return fmt.Errorf("VerticalPodAutoscaler %s/%s not found", ns, name)
 	}
 	e := explain.Compute(ix, v, o.Explain)
 	if o.Output == "table" {
-		return explain.WriteTable(stdout, e)
+		return explain.WriteTable(w, e)
 	}
-	return encode(stdout, o.Output, e)
+	return encode(w, o.Output, e)
 }
 
 func runReport(ctx context.Context, o *Options, cfg *rest.Config, ns string, stdout io.Writer) error {
@@ -222,17 +232,26 @@ func runReport(ctx context.Context, o *Options, cfg *rest.Config, ns string, std
 	if err != nil {
 		return err
 	}
-	r := report.Compute(ix, o.Explain)
-	r.Namespace = ns
 	w := stdout
 	if o.Out != "" {
 		f, err := os.Create(o.Out)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		w = f
+		if err := writeReport(ix, o, ns, f); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
 	}
+	return writeReport(ix, o, ns, w)
+}
+
+// writeReport reports the index's VPAs (scope ns, "" for all) in
+// o.Output's format.
+func writeReport(ix *snapshot.Index, o *Options, ns string, w io.Writer) error {
+	r := report.Compute(ix, o.Explain)
+	r.Namespace = ns
 	switch o.Output {
 	case "table":
 		return report.WriteTable(w, r)

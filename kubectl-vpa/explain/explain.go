@@ -388,8 +388,15 @@ func cpuQuantity(m model.ResourceAmount) string {
 	return resource.NewMilliQuantity(int64(m), resource.DecimalSI).String()
 }
 
+// memoryQuantity formats bytes as a quantity when it is a whole number of
+// the unit, else in Mi with two decimals (the histogram's values are
+// bucket edges, rarely round).
 func memoryQuantity(b model.ResourceAmount) string {
-	return resource.NewQuantity(int64(b), resource.BinarySI).String()
+	q := resource.NewQuantity(int64(b), resource.BinarySI).String()
+	if int64(b) < 1<<20 || strings.HasSuffix(q, "i") {
+		return q
+	}
+	return fmt.Sprintf("%.2fMi", float64(b)/(1<<20))
 }
 
 func round(x float64, digits int) float64 {
@@ -423,7 +430,7 @@ func overlapText(self string, others, chosen []string) string {
 			applied = append(applied, "VPA "+c)
 		}
 	}
-	return fmt.Sprintf("overlap: pods of this VPA are also matched by %s; the admission controller applies %s to them",
+	return fmt.Sprintf("overlap: pods of this VPA are also matched by VPA %s; the admission controller applies %s to them",
 		strings.Join(others, ", "), strings.Join(applied, " or "))
 }
 

@@ -98,8 +98,11 @@ func WriteTable(w io.Writer, e *Explanation) error {
 				}
 				p("%s\t%s\t%s\t%s\t%s\t%s\n", name, c.Name, orNone(c.Requests["cpu"]), rangeOf(c, "cpu"), orNone(c.Requests["memory"]), rangeOf(c, "memory"))
 			}
-			p("  %s\t\tdecision: %s\n", "", orNone(pod.Decision))
-			p("  %s\t\taction: %s\n", "", pod.Action)
+		}
+		for _, pod := range e.Pods {
+			p("%s: %s; age %s\n", pod.Name, pod.Phase, orNone(pod.Age))
+			p("  decision: %s\n", orNone(pod.Decision))
+			p("  action: %s\n", pod.Action)
 		}
 	} else {
 		p("no pods\n")

@@ -30,8 +30,10 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return fmt.Sprintf("%g", *c)
 	},
-	"join":  strings.Join,
-	"scope": func(ns string) string { return map[bool]string{true: "all namespaces", false: "namespace " + ns}[ns == ""] },
+	"join": strings.Join,
+	"scope": func(ns string) string {
+		return map[bool]string{true: "all namespaces", false: "namespace " + ns}[ns == ""]
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
