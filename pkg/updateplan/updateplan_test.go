@@ -68,7 +68,7 @@ func TestEvaluate(t *testing.T) {
 			wantOrder:    []string{"small"},
 		},
 		"a LimitRange the policy cannot meet": {
-			pods: []*corev1.Pod{pod("small", "100m", "100Mi", time.Hour)},
+			pods:      []*corev1.Pod{pod("small", "100m", "100Mi", time.Hour)},
 			lr:        tightLR,
 			want:      []Outcome{LimitRangeConflict},
 			wantOrder: []string{},
