@@ -100,6 +100,8 @@ type Container struct {
 	// uncapped target.
 	Clipped []Clip `json:"clipped,omitempty"`
 	OOMs    []OOM  `json:"ooms,omitempty"`
+	// Notes explain differences between the estimate and the status.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Recommendation is one container's recommendation, as quantities.
@@ -138,13 +140,14 @@ type Steps struct {
 
 // Step is one amount, from percentile to final value.
 type Step struct {
-	Percentile     float64 `json:"percentile"`
-	Histogram      string  `json:"histogram"`
-	WithMargin     string  `json:"withMargin"`
-	Confidence     float64 `json:"confidence,omitempty"`
-	WithConfidence string  `json:"withConfidence"`
-	Minimum        string  `json:"minimum"`
-	Final          string  `json:"final"`
+	Percentile float64 `json:"percentile"`
+	Histogram  string  `json:"histogram"`
+	WithMargin string  `json:"withMargin"`
+	// Confidence is the confidence a bound is scaled by; nil for a target.
+	Confidence     *float64 `json:"confidence,omitempty"`
+	WithConfidence string   `json:"withConfidence"`
+	Minimum        string   `json:"minimum"`
+	Final          string   `json:"final"`
 }
 
 // Clip is a limit that moved a target.
@@ -294,6 +297,10 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 	}
 	if cp != nil {
 		c.History, c.CPU, c.Memory = history(cp, v, name, len(recommendedNames(v, ix.CheckpointsOf(v), pods)), o, ix.Now)
+		if c.Memory != nil && cp.Status.MemoryHistogram.TotalWeight == 0 {
+			c.Notes = append(c.Notes, "the checkpoint holds no memory peak yet: a peak enters it when its memory aggregation window "+
+				"(24h by default) closes, so the memory estimate here is the pod minimum while the status also counts the open window")
+		}
 	}
 	for _, p := range pods {
 		for _, s := range p.Status.ContainerStatuses {
@@ -378,8 +385,13 @@ func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAuto
 
 func steps(r estimator.ResourceSteps, q func(model.ResourceAmount) string) *Steps {
 	conv := func(s estimator.Step) Step {
-		return Step{Percentile: s.Percentile, Histogram: q(s.Raw), WithMargin: q(s.WithMargin), Confidence: round(s.Confidence, 3),
+		st := Step{Percentile: s.Percentile, Histogram: q(s.Raw), WithMargin: q(s.WithMargin),
 			WithConfidence: q(s.WithConfidence), Minimum: q(s.Minimum), Final: q(s.Final)}
+		if s.WithConfidence != s.WithMargin || s.Confidence != 0 {
+			c := s.Confidence
+			st.Confidence = &c
+		}
+		return st
 	}
 	return &Steps{Target: conv(r.Target), LowerBound: conv(r.LowerBound), UpperBound: conv(r.UpperBound)}
 }

@@ -6,6 +6,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/openvpa/openvpa/recommender/model"
 )
 
 // WriteTable writes e as text: the VPA, then a section per container and
@@ -57,11 +61,11 @@ func WriteTable(w io.Writer, e *Explanation) error {
 					{"upper", r.s.UpperBound, upper(c.Status)},
 				} {
 					conf := "-"
-					if b.step.Confidence != 0 {
-						conf = fmt.Sprintf("%.3f", b.step.Confidence)
+					if b.step.Confidence != nil {
+						conf = fmt.Sprintf("%.3g", *b.step.Confidence)
 					}
 					p("  %s %s\tP%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, b.name, b.step.Percentile*100, b.step.Histogram, b.step.WithMargin,
-						conf, b.step.WithConfidence, b.step.Minimum, b.step.Final, orNone(b.status[r.name]))
+						conf, b.step.WithConfidence, b.step.Minimum, b.step.Final, readable(r.name, b.status[r.name]))
 				}
 			}
 		}
@@ -75,10 +79,13 @@ func WriteTable(w io.Writer, e *Explanation) error {
 		}
 		for _, cl := range c.Clipped {
 			if cl.Value != "" {
-				p("  clipped: %s by %s %s (uncapped %s, target %s)\n", cl.Resource, cl.Limit, cl.Value, cl.Uncapped, cl.Target)
+				p("  clipped: %s by %s %s (uncapped %s, target %s)\n", cl.Resource, cl.Limit, cl.Value, readable(cl.Resource, cl.Uncapped), readable(cl.Resource, cl.Target))
 			} else {
-				p("  clipped: %s by %s (uncapped %s, target %s)\n", cl.Resource, cl.Limit, cl.Uncapped, cl.Target)
+				p("  clipped: %s by %s (uncapped %s, target %s)\n", cl.Resource, cl.Limit, readable(cl.Resource, cl.Uncapped), readable(cl.Resource, cl.Target))
 			}
+		}
+		for _, n := range c.Notes {
+			p("  note: %s\n", n)
 		}
 		for _, o := range c.OOMs {
 			p("  OOM kill: pod %s at %s after %s (memory request %s)\n", o.Pod, stamp(o.Finished.Time), o.RanFor, orNone(o.MemoryRequest))
@@ -139,7 +146,7 @@ func rangeOf(c PodContainer, r string) string {
 	if !ok {
 		return "-"
 	}
-	s := fmt.Sprintf("%s [%s, %s]", t, orNone(c.LowerBound[r]), orNone(c.UpperBound[r]))
+	s := fmt.Sprintf("%s [%s, %s]", readable(r, t), readable(r, c.LowerBound[r]), readable(r, c.UpperBound[r]))
 	if pos := c.Position[r]; pos != "" && pos != "within bounds" && pos != "at target" {
 		s += " " + strings.ToUpper(pos)
 	}
@@ -153,7 +160,7 @@ func list(m map[string]string) string {
 	var parts []string
 	for _, r := range []string{"cpu", "memory"} {
 		if v, ok := m[r]; ok {
-			parts = append(parts, r+"="+v)
+			parts = append(parts, r+"="+readable(r, v))
 		}
 	}
 	return strings.Join(parts, " ")
@@ -171,4 +178,21 @@ func stamp(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format(time.RFC3339)
+}
+
+// readable formats a memory quantity that is not a whole number of a unit
+// (the recommender writes bytes) as explain's memory steps are formatted;
+// anything else is returned as it is ("-" for none).
+func readable(resourceName, q string) string {
+	if q == "" {
+		return "-"
+	}
+	if resourceName != "memory" {
+		return q
+	}
+	v, err := resource.ParseQuantity(q)
+	if err != nil {
+		return q
+	}
+	return memoryQuantity(model.ResourceAmount(v.Value()))
 }
