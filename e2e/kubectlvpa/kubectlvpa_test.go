@@ -282,6 +282,26 @@ func TestReportNotApplied(t *testing.T) {
 	if !strings.Contains(table, "not-applied") || !strings.Contains(table, "small") || !strings.Contains(table, "cores to save") {
 		t.Errorf("report table:\n%s", table)
 	}
+	// As a kubectl plugin: kubectl finds kubectl-vpa on PATH.
+	kubectl := exec.Command(e.c.KubectlPath, "vpa", "report", "-A", "-o", "json", "--kubeconfig="+e.c.KubeconfigPath)
+	kubectl.Env = append(os.Environ(), "PATH="+filepath.Dir(e.c.BuildBinary(t, "./kubectl-vpa"))+string(os.PathListSeparator)+os.Getenv("PATH"))
+	all, err := kubectl.Output()
+	if err != nil {
+		t.Fatalf("kubectl vpa report -A: %v", err)
+	}
+	var everywhere report.Report
+	if err := json.Unmarshal(all, &everywhere); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, row := range everywhere.Rows {
+		if row.Namespace == e.ns {
+			found++
+		}
+	}
+	if found != 2 || everywhere.Namespace != "" {
+		t.Errorf("kubectl vpa report -A lists %d VPAs of %s (want 2), scope %q", found, e.ns, everywhere.Namespace)
+	}
 
 	out := filepath.Join(e.c.RepoRoot, "_output", "kubectl-vpa")
 	if err := os.MkdirAll(out, 0o755); err != nil {
