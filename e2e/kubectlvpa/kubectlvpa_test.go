@@ -34,6 +34,7 @@ import (
 	"github.com/openvpa/openvpa/e2e/framework"
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
 	"github.com/openvpa/openvpa/kubectl-vpa/report"
+	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -414,6 +415,18 @@ func TestOverlappingVPAs(t *testing.T) {
 			return nil
 		})
 	}
+	// The admission controller applies the VPA the condition names.
+	e.runAdmission(t)
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		p, err := e.c.DryRunPod(e.ns, "web")
+		if err != nil {
+			return false, err
+		}
+		if got := p.Annotations[annotations.Updates]; !strings.HasPrefix(got, "Pod resources updated by first:") {
+			return false, fmt.Errorf("vpaUpdates %q, want the pod updated by first", got)
+		}
+		return true, nil
+	})
 	x := e.explainJSON(t, "second")
 	if len(x.Problems) == 0 || !strings.Contains(strings.Join(x.Problems, "\n"), "also matched by VPA first; the admission controller applies VPA first") {
 		t.Errorf("explain problems = %q, want the overlap", x.Problems)
