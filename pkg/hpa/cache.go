@@ -50,12 +50,19 @@ func (c *Cache) HasSynced() bool { return c.informer.HasSynced() }
 // InNamespace returns the cached HPAs of a namespace; nil before the cache
 // has synced.
 func (c *Cache) InNamespace(namespace string) []*autoscalingv2.HorizontalPodAutoscaler {
+	hpas, _ := c.Lookup(namespace)
+	return hpas
+}
+
+// Lookup returns the cached HPAs of a namespace and whether the cache has
+// synced: before it has, no HPA is known and ok is false.
+func (c *Cache) Lookup(namespace string) (hpas []*autoscalingv2.HorizontalPodAutoscaler, ok bool) {
 	if c == nil || !c.informer.HasSynced() {
-		return nil
+		return nil, false
 	}
 	objs, err := c.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	out := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(objs))
 	for _, o := range objs {
@@ -63,5 +70,5 @@ func (c *Cache) InNamespace(namespace string) []*autoscalingv2.HorizontalPodAuto
 			out = append(out, h)
 		}
 	}
-	return out
+	return out, true
 }

@@ -238,7 +238,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		OnLoop:      lh.MarkLoop,
 		LimitRanges: inf.LimitRanges,
 		Controllers: resolver,
-		HPAs:        inf.HPAs.InNamespace,
+		HPAs:        inf.HPAs.Lookup,
 	})
 	if err := rec.Restore(ctx); err != nil {
 		// Without the saved history the first statuses would regress; retry

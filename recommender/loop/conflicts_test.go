@@ -114,6 +114,14 @@ func TestHPAConflictCondition(t *testing.T) {
 			"(let the HPA scale on other metrics, or leave that resource out of the VPA's controlledResources)" {
 		t.Fatalf("HPAConflict = %+v", c)
 	}
+	// While the HPAs are not known (a restarted recommender whose HPA
+	// cache has not synced), the condition stays as it was.
+	h.hpasUnknown, h.hpas = true, nil
+	h.loop()
+	if c := h.condition(h.vpa("ns", "web"), vpav1.HPAConflict); c == nil || c.Status != corev1.ConditionTrue {
+		t.Fatalf("HPAConflict = %+v while the HPAs are unknown, want it kept", c)
+	}
+	h.hpasUnknown, h.hpas = false, map[string][]*autoscalingv2.HorizontalPodAutoscaler{"ns": {cpuHPA}}
 	memoryOnly := []corev1.ResourceName{corev1.ResourceMemory}
 	v := h.vpa("ns", "web")
 	v.Spec.ResourcePolicy = &vpav1.PodResourcePolicy{ContainerPolicies: []vpav1.ContainerResourcePolicy{{ContainerName: "*", ControlledResources: &memoryOnly}}}

@@ -72,8 +72,10 @@ type harness struct {
 	cfg       Config
 	// limitRanges per namespace, for Deps.LimitRanges.
 	limitRanges map[string]recommendation.LimitRanges
-	// hpas per namespace, for Deps.HPAs.
-	hpas map[string][]*autoscalingv2.HorizontalPodAutoscaler
+	// hpas per namespace, for Deps.HPAs; hpasUnknown makes them unknown
+	// (the cache has not synced).
+	hpas        map[string][]*autoscalingv2.HorizontalPodAutoscaler
+	hpasUnknown bool
 }
 
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
@@ -114,7 +116,9 @@ func (h *harness) newRecommender() *Recommender {
 		Clock:       h.clk,
 		LimitRanges: func(ns string) recommendation.LimitRanges { return h.limitRanges[ns] },
 		Controllers: fakeResolver{},
-		HPAs:        func(ns string) []*autoscalingv2.HorizontalPodAutoscaler { return h.hpas[ns] },
+		HPAs: func(ns string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool) {
+			return h.hpas[ns], !h.hpasUnknown
+		},
 	})
 }
 

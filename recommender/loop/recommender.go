@@ -105,9 +105,10 @@ type Deps struct {
 	// (pkg/target.Resolver), for the VPA the OverlappingVPA condition says
 	// the admission controller applies; nil leaves that part out.
 	Controllers ControllerResolver
-	// HPAs returns a namespace's HorizontalPodAutoscalers (pkg/hpa.Cache);
-	// nil means no HPAConflict is checked.
-	HPAs func(namespace string) []*autoscalingv2.HorizontalPodAutoscaler
+	// HPAs returns a namespace's HorizontalPodAutoscalers and whether they
+	// are known (pkg/hpa.Cache.Lookup); while they are not, HPAConflict
+	// keeps its last state. Nil means no HPAConflict is checked.
+	HPAs func(namespace string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool)
 }
 
 // ControllerResolver finds topmost controllers (pkg/target.Resolver).
@@ -680,11 +681,15 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
 		facts.Overlap = OverlapMessage(st.key.Name, setKeys(st.overlaps), setKeys(st.chosen))
 		if r.deps.HPAs != nil && st.tgt != nil {
-			var containers []string
-			if len(st.live) > 0 {
-				containers = setKeys(st.live)
+			if hpas, ok := r.deps.HPAs(st.key.Namespace); ok {
+				var containers []string
+				if len(st.live) > 0 {
+					containers = setKeys(st.live)
+				}
+				facts.HPAConflict = hpa.Message(st.obj, hpa.Conflicts(st.obj, hpas, containers))
+			} else if c := trueCondition(st.obj.Status.Conditions, vpav1.HPAConflict); c != nil {
+				facts.HPAConflict = c.Message // not known yet: keep it
 			}
-			facts.HPAConflict = hpa.Message(st.obj, hpa.Conflicts(st.obj, r.deps.HPAs(st.key.Namespace), containers))
 		}
 		status := BuildStatus(st.obj, facts, now)
 		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {

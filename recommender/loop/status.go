@@ -232,12 +232,17 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 }
 
 func hasTrueCondition(conds []vpav1.VerticalPodAutoscalerCondition, t vpav1.VerticalPodAutoscalerConditionType) bool {
-	for _, c := range conds {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
+	return trueCondition(conds, t) != nil
+}
+
+// trueCondition returns the condition of type t when it is True, else nil.
+func trueCondition(conds []vpav1.VerticalPodAutoscalerCondition, t vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
+	for i := range conds {
+		if conds[i].Type == t && conds[i].Status == corev1.ConditionTrue {
+			return &conds[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // lastSlot returns the latest time at or before now that is phase past a
