@@ -98,7 +98,9 @@ func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64)
 //     allows no disruption, three days of checkpointed history;
 //   - api: an Off VPA whose pod requests far more than it uses, with an
 //     HPA on cpu;
-//   - twin-a and twin-b: two VPAs on one Deployment.
+//   - twin-a and twin-b: two VPAs on one Deployment;
+//   - a LimitRange capping containers at 500m cpu, which web's proportional
+//     limit would pass.
 func fixture(t *testing.T) *snapshot.Index {
 	t.Helper()
 	s := &snapshot.Snapshot{Now: now}
@@ -133,11 +135,14 @@ func fixture(t *testing.T) *snapshot.Index {
 	twinB := vpa("twin-b", "twin", vpav1.UpdateModeInitial, now.Add(-time.Hour))
 	s.VPAs = []*vpav1.VerticalPodAutoscaler{web, api, twinA, twinB}
 
+	webA := pod("web", "web-5d9f-a", rl("100m", "128Mi"), 30*time.Hour)
+	webA.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
 	oom := pod("web", "web-5d9f-b", rl("100m", "128Mi"), 30*time.Hour)
+	oom.Spec.Containers[0].Resources.Limits = webA.Spec.Containers[0].Resources.Limits
 	oom.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled",
 		StartedAt: metav1.NewTime(now.Add(-3 * time.Hour)), FinishedAt: metav1.NewTime(now.Add(-3*time.Hour + 90*time.Second))}
 	s.Pods = []*corev1.Pod{
-		pod("web", "web-5d9f-a", rl("100m", "128Mi"), 30*time.Hour), oom,
+		webA, oom,
 		pod("api", "api-5d9f-a", rl("2", "4Gi"), 20*time.Hour),
 		pod("twin", "twin-5d9f-a", rl("100m", "256Mi"), time.Hour),
 	}
@@ -148,6 +153,11 @@ func fixture(t *testing.T) *snapshot.Index {
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, MaxReplicas: 5,
 			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU}}},
 		},
+	}}
+	s.LimitRanges = []*corev1.LimitRange{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "max"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
 	}}
 	s.PDBs = []*policyv1.PodDisruptionBudget{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},

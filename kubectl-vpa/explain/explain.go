@@ -194,6 +194,10 @@ type PodContainer struct {
 	// Position per resource: below, within or above the bounds, or
 	// unrecommended.
 	Position map[string]string `json:"position,omitempty"`
+	// Capped says what capped the recommendation for this pod (the
+	// namespace's LimitRanges, the container's limits under
+	// RequestsOnly, the policy), as the admission controller caps it.
+	Capped []string `json:"capped,omitempty"`
 }
 
 // Updater is what the updater does with the VPA as a whole.
@@ -518,8 +522,12 @@ func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]P
 			p.Action = "none: " + u.Summary
 		case plan == nil:
 			p.Action = "none"
+		case plan.Outcome == updateplan.LimitRangeConflict:
+			p.Action = "none: the API server would refuse the pod with the recommendation, so it keeps its requests: " + plan.Plan.Why()
+		case plan.Outcome == updateplan.EvictionRequirementsNotMet:
+			p.Action = "none: the VPA's evictionRequirements are not met"
 		default:
-			p.Action = "none: " + string(plan.Outcome)
+			p.Action = "none: the rule keeps the pod"
 		}
 		out = append(out, p)
 	}
@@ -612,6 +620,7 @@ func podContainer(pod *corev1.Pod, c corev1.Container, plan *updateplan.Pod) Pod
 			continue
 		}
 		pc.Target, pc.LowerBound, pc.UpperBound = quantities(in.Target), quantities(in.LowerBound), quantities(in.UpperBound)
+		pc.Capped = plan.CapNotes[c.Name]
 		pc.Position = map[string]string{}
 		for r, t := range in.Target {
 			req, ok := in.Requests[r]

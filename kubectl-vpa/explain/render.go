@@ -108,6 +108,11 @@ func WriteTable(w io.Writer, e *Explanation) error {
 		}
 		for _, pod := range e.Pods {
 			p("%s: %s; age %s\n", pod.Name, pod.Phase, orNone(pod.Age))
+			for _, c := range pod.Containers {
+				if len(c.Capped) > 0 {
+					p("  %s: recommendation %s for this pod\n", c.Name, strings.Join(c.Capped, ", "))
+				}
+			}
 			p("  decision: %s\n", orNone(pod.Decision))
 			p("  action: %s\n", pod.Action)
 		}

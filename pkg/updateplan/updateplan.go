@@ -53,6 +53,9 @@ type Pod struct {
 	// Recommendation is the VPA's recommendation capped for this pod
 	// (policy, LimitRanges), as the rule saw it.
 	Recommendation vpav1.RecommendedPodResources
+	// CapNotes say, per container, what capped the recommendation for this
+	// pod ("cpu capped to fit Max in container LimitRange", ...).
+	CapNotes map[string][]string
 	// Input and Decision are the rule's input and outcome.
 	Input    priority.PodInput
 	Decision priority.Decision
@@ -99,7 +102,7 @@ func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (
 		// values.
 		base := recommendation.Baseline(pod)
 		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges)
-		p := &Pod{Pod: pod, Recommendation: capped.Recommendation, Observed: observedSet}
+		p := &Pod{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
 		p.Input = priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
 		p.Decision = priority.Decide(cfg, p.Input)
 		all = append(all, p)
