@@ -155,6 +155,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o := NewOptions()
 	fs := flagSet(o, cmd)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		synopsis := "kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]"
+		if cmd == "report" {
+			synopsis = "kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]"
+		}
+		fmt.Fprintf(stderr, "Usage:\n  %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
