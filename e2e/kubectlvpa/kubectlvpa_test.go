@@ -317,6 +317,15 @@ func TestReportNotApplied(t *testing.T) {
 			t.Errorf("the rendered page lacks %q; its text:\n%s", want, text)
 		}
 	}
+	// The table sorts: by cpu saved, big (which saves) comes last going up
+	// and first going down.
+	for hash, first := range map[string]string{"#sort=cpu-saved": "small", "#sort=cpu-saved-desc": "big"} {
+		text := dumpText(t, e.c.RepoRoot, "file://"+page+hash)
+		b, s := strings.Index(text, " big Deployment/big"), strings.Index(text, " small Deployment/small")
+		if b < 0 || s < 0 || (first == "big") != (b < s) {
+			t.Errorf("page%s: want %s first; text:\n%s", hash, first, text)
+		}
+	}
 }
 
 var chromiumOnce sync.Once
@@ -326,6 +335,27 @@ var chromiumPath string
 // hack/chromium.sh when missing), saves a screenshot and returns the text of
 // the page's body after its scripts ran.
 func renderText(t *testing.T, repoRoot, page, screenshot string) string {
+	t.Helper()
+	text := dumpText(t, repoRoot, "file://"+page)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, chromiumPath, append(chromiumArgs(t), "--screenshot="+screenshot, "file://"+page)...).CombinedOutput(); err != nil {
+		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
+	}
+	if st, err := os.Stat(screenshot); err != nil || st.Size() == 0 {
+		t.Fatalf("no screenshot at %s: %v", screenshot, err)
+	}
+	t.Logf("screenshot of the report: %s", screenshot)
+	return text
+}
+
+func chromiumArgs(t *testing.T) []string {
+	return []string{"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + t.TempDir(), "--window-size=1800,500"}
+}
+
+// dumpText loads url in headless Chromium and returns the text of the DOM
+// after the page's scripts ran.
+func dumpText(t *testing.T, repoRoot, url string) string {
 	t.Helper()
 	chromiumOnce.Do(func() {
 		out, err := exec.Command(filepath.Join(repoRoot, "hack", "chromium.sh")).Output()
@@ -337,21 +367,12 @@ func renderText(t *testing.T, repoRoot, page, screenshot string) string {
 	if chromiumPath == "" {
 		t.Fatal("no chromium")
 	}
-	profile := t.TempDir()
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile, "--window-size=1800,500"}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, chromiumPath, append(args, "--dump-dom", "file://"+page)...).Output()
+	dom, err := exec.CommandContext(ctx, chromiumPath, append(chromiumArgs(t), "--dump-dom", url)...).Output()
 	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v", err)
+		t.Fatalf("chromium --dump-dom %s: %v", url, err)
 	}
-	if out, err := exec.CommandContext(ctx, chromiumPath, append(args, "--screenshot="+screenshot, "file://"+page)...).CombinedOutput(); err != nil {
-		t.Fatalf("chromium --screenshot: %v\n%s", err, out)
-	}
-	if st, err := os.Stat(screenshot); err != nil || st.Size() == 0 {
-		t.Fatalf("no screenshot at %s: %v", screenshot, err)
-	}
-	t.Logf("screenshot of the report: %s", screenshot)
 	return textOf(string(dom))
 }
 

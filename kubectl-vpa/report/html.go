@@ -58,10 +58,10 @@ Memory: {{f3 .Totals.MemoryRequested}} GiB requested, {{f3 .Totals.MemoryRecomme
 <p class="legend">Charts:<span style="background:#8da9c4"></span>requested<span style="background:#134074"></span>recommended (cpu left, memory right, each scaled to its larger bar)</p>
 <table id="vpas">
 <thead><tr>
-<th class="l" data-type="text">Namespace</th><th class="l" data-type="text">VPA</th><th class="l" data-type="text">Target</th><th class="l" data-type="text">Mode</th>
-<th data-type="num">Pods</th><th data-type="num">CPU requested</th><th data-type="num">CPU recommended</th><th data-type="num">CPU saved</th>
-<th data-type="num">Memory requested (GiB)</th><th data-type="num">Memory recommended (GiB)</th><th data-type="num">Memory saved (GiB)</th>
-<th data-type="num">Confidence (days)</th><th class="l" data-type="text">Flags</th><th class="l">Chart</th>
+<th class="l" data-type="text" data-key="namespace">Namespace</th><th class="l" data-type="text" data-key="name">VPA</th><th class="l" data-type="text" data-key="target">Target</th><th class="l" data-type="text" data-key="mode">Mode</th>
+<th data-type="num" data-key="pods">Pods</th><th data-type="num" data-key="cpu-requested">CPU requested</th><th data-type="num" data-key="cpu-recommended">CPU recommended</th><th data-type="num" data-key="cpu-saved">CPU saved</th>
+<th data-type="num" data-key="memory-requested">Memory requested (GiB)</th><th data-type="num" data-key="memory-recommended">Memory recommended (GiB)</th><th data-type="num" data-key="memory-saved">Memory saved (GiB)</th>
+<th data-type="num" data-key="confidence">Confidence (days)</th><th class="l" data-type="text" data-key="flags">Flags</th><th class="l">Chart</th>
 </tr></thead>
 <tbody>
 {{range .Rows}}{{$row := .}}<tr>
@@ -79,29 +79,39 @@ Memory: {{f3 .Totals.MemoryRequested}} GiB requested, {{f3 .Totals.MemoryRecomme
 </table>
 {{range .Warnings}}<p>warning: {{.}}</p>{{end}}
 <script>
+// Click a column header to sort by it (again to reverse). The page opens
+// sorted when its address ends in #sort=KEY or #sort=KEY-desc, KEY being a
+// header's data-key (e.g. #sort=cpu-saved-desc).
 (function () {
   var table = document.getElementById("vpas");
   var heads = table.tHead.rows[0].cells;
+  function sortBy(col, asc) {
+    var th = heads[col];
+    th.dataset.dir = asc ? "asc" : "desc";
+    var body = table.tBodies[0];
+    var rows = Array.prototype.slice.call(body.rows);
+    rows.sort(function (a, b) {
+      var x = a.cells[col], y = b.cells[col], r;
+      if (th.dataset.type === "num") {
+        r = parseFloat(x.dataset.value) - parseFloat(y.dataset.value);
+      } else {
+        r = x.textContent.localeCompare(y.textContent);
+      }
+      return asc ? r : -r;
+    });
+    rows.forEach(function (row) { body.appendChild(row); });
+  }
   for (var i = 0; i < heads.length; i++) {
     (function (col, th) {
       if (!th.dataset.type) return;
-      th.addEventListener("click", function () {
-        var asc = th.dataset.dir !== "asc";
-        th.dataset.dir = asc ? "asc" : "desc";
-        var body = table.tBodies[0];
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var x = a.cells[col], y = b.cells[col], r;
-          if (th.dataset.type === "num") {
-            r = parseFloat(x.dataset.value) - parseFloat(y.dataset.value);
-          } else {
-            r = x.textContent.localeCompare(y.textContent);
-          }
-          return asc ? r : -r;
-        });
-        rows.forEach(function (row) { body.appendChild(row); });
-      });
+      th.addEventListener("click", function () { sortBy(col, th.dataset.dir !== "asc"); });
     })(i, heads[i]);
+  }
+  var m = /^#sort=([a-z-]+?)(-desc)?$/.exec(window.location.hash);
+  if (m) {
+    for (var j = 0; j < heads.length; j++) {
+      if (heads[j].dataset.key === m[1]) sortBy(j, !m[2]);
+    }
   }
 })();
 </script>
