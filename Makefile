@@ -6,6 +6,8 @@ export GOFLAGS ?= -buildvcs=false
 
 COMPONENTS := recommender updater admission-controller
 BINARIES := $(foreach c,$(COMPONENTS),$(if $(wildcard $(c)/main.go),bin/vpa-$(c)))
+# The kubectl plugin (kubectl vpa explain, kubectl vpa report): copy it onto PATH.
+PLUGINS := bin/kubectl-vpa
 
 .PHONY: all
 all: build
@@ -13,10 +15,13 @@ all: build
 ##@ Build
 
 .PHONY: build
-build: $(BINARIES) ## Build the component binaries into bin/.
+build: $(BINARIES) $(PLUGINS) ## Build the component binaries and the kubectl plugin into bin/.
 
 bin/vpa-%: FORCE
 	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./$*
+
+bin/kubectl-vpa: FORCE
+	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./kubectl-vpa
 
 .PHONY: FORCE
 FORCE:

@@ -27,8 +27,10 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
@@ -68,6 +70,23 @@ type limitRanges func(namespace string) recommendation.LimitRanges
 
 func (l limitRanges) LimitRanges(namespace string) (recommendation.LimitRanges, error) {
 	return l(namespace), nil
+}
+
+// vpasIn reads a namespace's VPAs from the VPA informer's indexer.
+func vpasIn(idx cache.Indexer) func(namespace string) []*vpav1.VerticalPodAutoscaler {
+	return func(namespace string) []*vpav1.VerticalPodAutoscaler {
+		objs, err := idx.ByIndex(cache.NamespaceIndex, namespace)
+		if err != nil {
+			return nil
+		}
+		out := make([]*vpav1.VerticalPodAutoscaler, 0, len(objs))
+		for _, o := range objs {
+			if v, ok := o.(*vpav1.VerticalPodAutoscaler); ok {
+				out = append(out, v)
+			}
+		}
+		return out
+	}
 }
 
 // Run runs the admission controller with validated options.
@@ -128,7 +147,15 @@ func Run(ctx context.Context, o *options.Options) error {
 	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-admission-controller")
 	defer stopEvents()
 	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
-	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
+	hpas, err := hpa.NewCache(restConfig, filter.WatchNamespace())
+	if err != nil {
+		return err
+	}
+	validator := vpa.NewValidator(o.Gates).WithConflicts(vpa.Conflicts{
+		VPAs: vpasIn(vpaInformer.GetIndexer()),
+		HPAs: hpas.InNamespace,
+	})
+	server := webhook.NewServer(handler, validator, metrics, nil)
 
 	var synced atomic.Bool
 	health := healthserver.Options{
@@ -175,6 +202,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	start("health server", func() error { return healthserver.Serve(ctx, health) })
 
 	caches.Start(ctx)
+	hpas.Start(ctx) // not waited for: see hpa.Cache
 	if err := caches.WaitForSync(ctx); err != nil {
 		return err
 	}

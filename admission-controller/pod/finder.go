@@ -44,7 +44,8 @@ type ControllerResolver interface {
 // Finder implements VPAFinder over a VPA informer indexed by TargetRefIndex:
 // the pod's topmost controller selects the candidate VPAs by targetRef, and
 // the VPA whose selector matches the pod wins, the stronger one
-// (target.Stronger) among several. VPAs in mode Off are skipped.
+// (target.Stronger) among several; VPAs in mode Off are skipped
+// (target.AdmissionChoice).
 type Finder struct {
 	vpas     cache.Indexer
 	resolver ControllerResolver
@@ -145,26 +146,23 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *Decoded) (*vpav1.Verti
 	if err != nil {
 		return nil, err
 	}
-	var best *vpav1.VerticalPodAutoscaler
-	podLabels := labels.Set(pod.Labels)
+	candidates := make([]*vpav1.VerticalPodAutoscaler, 0, len(objs))
 	for _, o := range objs {
-		vpa, ok := o.(*vpav1.VerticalPodAutoscaler)
-		if !ok || vpav1.GetUpdateMode(vpa) == vpav1.UpdateModeOff {
-			continue
+		if vpa, ok := o.(*vpav1.VerticalPodAutoscaler); ok {
+			candidates = append(candidates, vpa)
 		}
-		if best != nil && !target.Stronger(vpa, best) {
-			continue
-		}
+	}
+	podLabels := labels.Set(pod.Labels)
+	// The rule is shared with the recommender's OverlappingVPA condition,
+	// which names the VPA chosen here.
+	return target.AdmissionChoice(candidates, func(vpa *vpav1.VerticalPodAutoscaler) bool {
 		sel, err := f.selector(ctx, vpa)
 		if err != nil {
 			klog.FromContext(ctx).V(3).Info("Skipping a VPA whose target cannot be read", "vpa", klog.KObj(vpa), "err", err.Error())
-			continue
+			return false
 		}
-		if sel.Matches(podLabels) {
-			best = vpa
-		}
-	}
-	return best, nil
+		return sel.Matches(podLabels)
+	}), nil
 }
 
 // CacheSelectorsOf calls CacheSelectors for each kind's informer, e.g. the

@@ -3,7 +3,9 @@
 // spec.targetRef is required on create. Denials carry field paths
 // ("spec.resourcePolicy.containerPolicies[0].maxAllowed[cpu]: Invalid value:
 // ..."). A VPA without an update policy gets {updateMode: Recreate}; the
-// deprecated Auto mode is accepted with a warning.
+// deprecated Auto mode is accepted with a warning, and so is a new VPA whose
+// target another VPA or an HPA on cpu or memory already acts on
+// (WithConflicts).
 package vpa
 
 import (
@@ -29,7 +31,8 @@ type Operation struct {
 
 // Validator checks VPAs against the feature gates.
 type Validator struct {
-	gates featuregate.FeatureGate
+	gates     featuregate.FeatureGate
+	conflicts *Conflicts
 }
 
 // NewValidator returns a Validator using gates.
@@ -86,6 +89,9 @@ func (v *Validator) Admit(vpa, old *vpav1.VerticalPodAutoscaler) Result {
 		if r == nil || r.Name == "" {
 			res.Errors = append(res.Errors, field.Required(spec.Child("recommenders").Index(i).Child("name"), ""))
 		}
+	}
+	if old == nil && len(res.Errors) == 0 {
+		res.Warnings = append(res.Warnings, v.conflicts.conflictWarnings(vpa)...)
 	}
 	return res
 }

@@ -66,6 +66,7 @@ func TestComponentPermissions(t *testing.T) {
 			{"create", "verticalpodautoscalercheckpoints.autoscaling.k8s.io", ns, true},
 			{"delete", "verticalpodautoscalercheckpoints.autoscaling.k8s.io", ns, true},
 			{"get", "deployments.apps#scale", ns, true},
+			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
 			{"create", "leases.coordination.k8s.io", "kube-system", true},
 			{"update", "leases.coordination.k8s.io/vpa-recommender-lease", "kube-system", true},
 			// must not
@@ -98,6 +99,8 @@ func TestComponentPermissions(t *testing.T) {
 			{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", true},
 			{"update", "leases.coordination.k8s.io", "kube-system", true},
 			{"list", "replicasets.apps", ns, true},
+			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
+			{"update", "horizontalpodautoscalers.autoscaling", ns, false},
 			// must not: upstream deletes and recreates the webhook; this one never does
 			{"delete", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", false},
 			{"create", "pods#eviction", ns, false},

@@ -24,6 +24,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
@@ -213,6 +214,9 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	if inf.HPAs, err = hpa.NewCache(cfg, nsFilter.WatchNamespace()); err != nil {
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -293,6 +297,8 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Prom:        prom,
 		OnLoop:      lh.MarkLoop,
 		LimitRanges: inf.LimitRanges,
+		Controllers: resolver,
+		HPAs:        inf.HPAs.Lookup,
 	})
 	if hist != nil {
 		// The first loop's statuses carry the history when it comes in time

@@ -121,32 +121,88 @@ func recommend(cfg Config, estimate func(*model.AggregateState, Resources) Amoun
 //
 // with margin(x) = x + trunc(x × MarginFraction), conf the aggregate's
 // confidence over the resource's confidence interval, and every product
-// truncated to an integer amount as it is computed.
+// truncated to an integer amount as it is computed. Explain gives every
+// step of it.
 func (p *Percentile) Estimate(a *model.AggregateState, minimum Resources) Amounts {
+	return p.Explain(a, minimum).Amounts()
+}
+
+// Step is how one amount (a resource's target or bound) is computed.
+type Step struct {
+	// Percentile is the histogram percentile used, e.g. 0.9.
+	Percentile float64
+	// Raw is the histogram's value at Percentile.
+	Raw model.ResourceAmount
+	// WithMargin is Raw plus the safety margin.
+	WithMargin model.ResourceAmount
+	// Confidence is the confidence the bound is scaled by (in units of the
+	// resource's confidence interval); 0 for a target, which is not scaled.
+	Confidence float64
+	// WithConfidence is WithMargin scaled for the confidence (equal to
+	// WithMargin for a target).
+	WithConfidence model.ResourceAmount
+	// Minimum is the container's share of the pod minimum.
+	Minimum model.ResourceAmount
+	// Final is the larger of WithConfidence and Minimum.
+	Final model.ResourceAmount
+}
+
+// ResourceSteps are the steps of one resource.
+type ResourceSteps struct {
+	Target, LowerBound, UpperBound Step
+}
+
+// Breakdown is every step of Estimate for one aggregate.
+type Breakdown struct {
+	CPU, Memory ResourceSteps
+}
+
+// Amounts returns the final amounts, as Estimate does.
+func (b Breakdown) Amounts() Amounts {
+	return Amounts{
+		Target:     Resources{CPU: b.CPU.Target.Final, Memory: b.Memory.Target.Final},
+		LowerBound: Resources{CPU: b.CPU.LowerBound.Final, Memory: b.Memory.LowerBound.Final},
+		UpperBound: Resources{CPU: b.CPU.UpperBound.Final, Memory: b.Memory.UpperBound.Final},
+	}
+}
+
+// Explain computes Estimate step by step.
+func (p *Percentile) Explain(a *model.AggregateState, minimum Resources) Breakdown {
 	c := p.cfg
 	cpuConf := a.Confidence(c.ConfidenceIntervalCPU)
 	memConf := a.Confidence(c.ConfidenceIntervalMemory)
-	cpu := func(pct float64) model.ResourceAmount {
-		return withMargin(model.CPUAmountFromCores(a.CPU.Percentile(pct)), c.MarginFraction)
+	step := func(raw model.ResourceAmount, pct, conf, multiplier, exponent float64, minimum model.ResourceAmount) Step {
+		s := Step{Percentile: pct, Raw: raw, WithMargin: withMargin(raw, c.MarginFraction), Minimum: minimum}
+		s.WithConfidence = s.WithMargin
+		if multiplier != 0 {
+			s.Confidence = conf
+			s.WithConfidence = withConfidence(s.WithMargin, conf, multiplier, exponent)
+		}
+		s.Final = max(s.WithConfidence, minimum)
+		return s
 	}
-	mem := func(pct float64) model.ResourceAmount {
-		return withMargin(model.MemoryAmountFromBytes(a.Memory.Percentile(pct)), c.MarginFraction)
+	cpu := func(pct, multiplier, exponent float64) Step {
+		return step(model.CPUAmountFromCores(a.CPU.Percentile(pct)), pct, cpuConf, multiplier, exponent, minimum.CPU)
 	}
-	return Amounts{
-		Target: Resources{
-			CPU:    max(cpu(c.TargetCPUPercentile), minimum.CPU),
-			Memory: max(mem(c.TargetMemoryPercentile), minimum.Memory),
+	mem := func(pct, multiplier, exponent float64) Step {
+		return step(model.MemoryAmountFromBytes(a.Memory.Percentile(pct)), pct, memConf, multiplier, exponent, minimum.Memory)
+	}
+	return Breakdown{
+		CPU: ResourceSteps{
+			Target:     cpu(c.TargetCPUPercentile, 0, 0),
+			LowerBound: cpu(c.LowerBoundCPUPercentile, 0.001, -2),
+			UpperBound: cpu(c.UpperBoundCPUPercentile, 1, 1),
 		},
-		LowerBound: Resources{
-			CPU:    max(withConfidence(cpu(c.LowerBoundCPUPercentile), cpuConf, 0.001, -2), minimum.CPU),
-			Memory: max(withConfidence(mem(c.LowerBoundMemoryPercentile), memConf, 0.001, -2), minimum.Memory),
-		},
-		UpperBound: Resources{
-			CPU:    max(withConfidence(cpu(c.UpperBoundCPUPercentile), cpuConf, 1, 1), minimum.CPU),
-			Memory: max(withConfidence(mem(c.UpperBoundMemoryPercentile), memConf, 1, 1), minimum.Memory),
+		Memory: ResourceSteps{
+			Target:     mem(c.TargetMemoryPercentile, 0, 0),
+			LowerBound: mem(c.LowerBoundMemoryPercentile, 0.001, -2),
+			UpperBound: mem(c.UpperBoundMemoryPercentile, 1, 1),
 		},
 	}
 }
+
+// Config returns the estimator's configuration.
+func (p *Percentile) Config() Config { return p.cfg }
 
 // withMargin returns x + trunc(x × fraction).
 func withMargin(x model.ResourceAmount, fraction float64) model.ResourceAmount {

@@ -164,3 +164,54 @@ func capList(l, minAllowed, maxAllowed corev1.ResourceList) {
 		l[name] = q
 	}
 }
+
+// Limit names of a Clip.
+const (
+	LimitMinAllowed = "minAllowed"
+	LimitMaxAllowed = "maxAllowed"
+	// LimitGlobalMax is --container-recommendation-max-allowed-cpu or
+	// --container-recommendation-max-allowed-memory.
+	LimitGlobalMax = "global maximum"
+)
+
+// Clip is a limit that moved a container's target away from its uncapped
+// target.
+type Clip struct {
+	Resource corev1.ResourceName
+	// Limit is LimitMinAllowed, LimitMaxAllowed or LimitGlobalMax.
+	Limit string
+	// Value is the limit.
+	Value resource.Quantity
+}
+
+// Clips returns the limits Finish applies to the container's uncapped
+// target that change it, in the order Finish applies them, per resource in
+// name order.
+func (c Config) Clips(container string, policy *vpav1.PodResourcePolicy, uncapped corev1.ResourceList) []Clip {
+	cp := vpav1.GetContainerResourcePolicy(container, policy)
+	minAllowed, maxAllowed := limits(cp, c.MaxAllowed)
+	names := make([]string, 0, len(uncapped))
+	for name := range uncapped {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var out []Clip
+	for _, n := range names {
+		name := corev1.ResourceName(n)
+		q := uncapped[name]
+		if lo, ok := minAllowed[name]; ok && !lo.IsZero() && q.Cmp(lo) < 0 {
+			out = append(out, Clip{Resource: name, Limit: LimitMinAllowed, Value: lo.DeepCopy()})
+			q = lo.DeepCopy()
+		}
+		if hi, ok := maxAllowed[name]; ok && !hi.IsZero() && q.Cmp(hi) > 0 {
+			limit := LimitGlobalMax
+			if cp != nil {
+				if _, own := cp.MaxAllowed[name]; own {
+					limit = LimitMaxAllowed
+				}
+			}
+			out = append(out, Clip{Resource: name, Limit: limit, Value: hi.DeepCopy()})
+		}
+	}
+	return out
+}

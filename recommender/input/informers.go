@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -29,6 +30,10 @@ type Informers struct {
 	VPALister vpalisters.VerticalPodAutoscalerLister
 	// LimitRanges returns a namespace's LimitRanges, merged.
 	LimitRanges func(namespace string) recommendation.LimitRanges
+	// HPAs, when set before Start, caches the HorizontalPodAutoscalers for
+	// the HPAConflict condition. It is started with the others but not
+	// waited for (see hpa.Cache).
+	HPAs *hpa.Cache
 
 	set informers.Set
 }
@@ -62,7 +67,12 @@ func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver) (*In
 }
 
 // Start starts every informer.
-func (in *Informers) Start(ctx context.Context) { in.set.Start(ctx) }
+func (in *Informers) Start(ctx context.Context) {
+	in.set.Start(ctx)
+	if in.HPAs != nil {
+		in.HPAs.Start(ctx)
+	}
+}
 
 // WaitForSync blocks until every informer has synced, or ctx ends.
 func (in *Informers) WaitForSync(ctx context.Context) error { return in.set.WaitForSync(ctx) }

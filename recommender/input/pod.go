@@ -25,6 +25,11 @@ type Pod struct {
 	Containers     []Container
 	// PodResources are the pod-level resources, nil when the pod sets none.
 	PodResources *corev1.ResourceRequirements
+	// Controller is the pod's controlling owner, nil when it has none: for
+	// the OverlappingVPA condition, which names the VPA the admission
+	// controller applies (the one whose targetRef is the pod's topmost
+	// controller).
+	Controller *target.Ref
 }
 
 // Container is one container of a Pod's spec with its status.
@@ -131,6 +136,7 @@ func TrimPod(obj any) (any, error) {
 		},
 		Phase:      p.Status.Phase,
 		Containers: make([]Container, len(p.Spec.Containers)),
+		Controller: controllerOf(p),
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.InitContainers = make([]string, len(p.Spec.InitContainers))
@@ -164,6 +170,32 @@ func TrimPod(obj any) (any, error) {
 		}
 	}
 	return out, nil
+}
+
+// commonOwnerStrings are the API versions and kinds of nearly every pod
+// owner: a cached pod's Controller refers to these instead of keeping its
+// own copies.
+var commonOwnerStrings = map[string]string{
+	"apps/v1": "apps/v1", "batch/v1": "batch/v1", "v1": "v1",
+	target.KindReplicaSet: target.KindReplicaSet, target.KindStatefulSet: target.KindStatefulSet,
+	target.KindDaemonSet: target.KindDaemonSet, target.KindJob: target.KindJob,
+	target.KindReplicationController: target.KindReplicationController, target.KindNode: target.KindNode,
+}
+
+// controllerOf returns the pod's controlling owner with its API version and
+// kind shared with every other pod's.
+func controllerOf(p *corev1.Pod) *target.Ref {
+	ref := target.ControllerOf(p.Namespace, p.OwnerReferences)
+	if ref == nil {
+		return nil
+	}
+	if s, ok := commonOwnerStrings[ref.APIVersion]; ok {
+		ref.APIVersion = s
+	}
+	if s, ok := commonOwnerStrings[ref.Kind]; ok {
+		ref.Kind = s
+	}
+	return ref
 }
 
 func termination(t *corev1.ContainerStateTerminated) *Termination {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,6 +44,15 @@ func (fakeResolver) Resolve(_ context.Context, v *vpav1.VerticalPodAutoscaler) (
 	return &target.Target{VPA: v, Ref: ref, Selector: labels.SelectorFromSet(labels.Set{"app": ref.Name})}, nil
 }
 
+// TopmostController maps ReplicaSet <name>-rs to Deployment <name>; other
+// refs are their own topmost controller.
+func (fakeResolver) TopmostController(_ context.Context, ref target.Ref) (*target.Ref, error) {
+	if name, ok := strings.CutSuffix(ref.Name, "-rs"); ok && ref.Kind == "ReplicaSet" {
+		return &target.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: ref.Namespace, Name: name}, nil
+	}
+	return &ref, nil
+}
+
 // usageFunc serves the current usage of every tracked pod.
 type usageFunc func() ([]input.ContainerUsage, error)
 
@@ -62,6 +72,10 @@ type harness struct {
 	cfg       Config
 	// limitRanges per namespace, for Deps.LimitRanges.
 	limitRanges map[string]recommendation.LimitRanges
+	// hpas per namespace, for Deps.HPAs; hpasUnknown makes them unknown
+	// (the cache has not synced).
+	hpas        map[string][]*autoscalingv2.HorizontalPodAutoscaler
+	hpasUnknown bool
 }
 
 func newHarness(t *testing.T, mutate func(*Config)) *harness {
@@ -101,6 +115,10 @@ func (h *harness) newRecommender() *Recommender {
 		Estimator:   estimator.NewPercentile(estimator.DefaultConfig()),
 		Clock:       h.clk,
 		LimitRanges: func(ns string) recommendation.LimitRanges { return h.limitRanges[ns] },
+		Controllers: fakeResolver{},
+		HPAs: func(ns string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool) {
+			return h.hpas[ns], !h.hpasUnknown
+		},
 	})
 }
 

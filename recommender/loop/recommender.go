@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -24,6 +26,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -102,6 +105,19 @@ type Deps struct {
 	// LimitRanges returns a namespace's LimitRanges; nil means none are
 	// checked.
 	LimitRanges func(namespace string) recommendation.LimitRanges
+	// Controllers finds the topmost controller of a pod's owner
+	// (pkg/target.Resolver), for the VPA the OverlappingVPA condition says
+	// the admission controller applies; nil leaves that part out.
+	Controllers ControllerResolver
+	// HPAs returns a namespace's HorizontalPodAutoscalers and whether they
+	// are known (pkg/hpa.Cache.Lookup); while they are not, HPAConflict
+	// keeps its last state. Nil means no HPAConflict is checked.
+	HPAs func(namespace string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool)
+}
+
+// ControllerResolver finds topmost controllers (pkg/target.Resolver).
+type ControllerResolver interface {
+	TopmostController(ctx context.Context, ref target.Ref) (*target.Ref, error)
 }
 
 type instanceKey struct {
@@ -123,6 +139,10 @@ type vpaState struct {
 	// pod the recommendation is checked against the LimitRanges with.
 	sample *input.Pod
 	live   map[string]struct{}
+	// overlaps are the other VPAs matching some of this VPA's pods in the
+	// last loop, by name; chosen the VPAs the admission controller applies
+	// to those pods ("" for none).
+	overlaps, chosen map[string]struct{}
 	// lastLive is the container set of the last loop that had pods; it
 	// decides the recommendation while the workload has no pods.
 	lastLive map[string]struct{}
@@ -417,6 +437,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 		st.podCount = 0
 		st.sample = nil
 		st.live = map[string]struct{}{}
+		st.overlaps, st.chosen = nil, nil
 		if st.tgt != nil {
 			targets = append(targets, st.tgt)
 		}
@@ -424,6 +445,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 	matcher := target.NewMatcher(targets)
 	now := r.deps.Clock.Now()
 	current := make(map[types.NamespacedName]podInfo, len(r.pods))
+	topmost := map[target.Ref]*target.Ref{}
 	for _, pod := range pods {
 		if pod.Phase == corev1.PodPending || !r.cfg.Namespaces.Allows(pod.Namespace) {
 			continue
@@ -431,6 +453,9 @@ func (r *Recommender) loadPods(ctx context.Context) {
 		sel := matcher.Selecting(pod.Namespace, pod.Labels)
 		if len(sel) == 0 {
 			continue // only pods under a VPA are tracked
+		}
+		if len(sel) > 1 {
+			r.recordOverlap(ctx, pod, sel, topmost)
 		}
 		id := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Name}
 		info := podInfo{labels: pod.Labels}
@@ -465,6 +490,91 @@ func (r *Recommender) loadPods(ctx context.Context) {
 		}
 	}
 	r.pods = current
+}
+
+// recordOverlap notes, on each VPA matching the pod, the others and the one
+// the admission controller applies to the pod (target.AdmissionChoiceAmong,
+// the admission controller's rule). topmost caches topmost controllers for
+// one loop.
+func (r *Recommender) recordOverlap(ctx context.Context, pod *input.Pod, sel []*target.Target, topmost map[target.Ref]*target.Ref) {
+	chosen := ""
+	if r.deps.Controllers != nil && pod.Controller != nil {
+		top, ok := topmost[*pod.Controller]
+		if !ok {
+			var err error
+			top, err = r.deps.Controllers.TopmostController(ctx, *pod.Controller)
+			if err != nil {
+				klog.FromContext(ctx).V(4).Info("Cannot find the pod's topmost controller", "pod", klog.KObj(pod), "err", err)
+				top = nil
+			}
+			topmost[*pod.Controller] = top
+		}
+		if t := target.AdmissionChoiceAmong(sel, top); t != nil {
+			chosen = t.VPA.Name
+		}
+	}
+	for _, t := range sel {
+		st := r.vpas[keyOf(t.VPA)]
+		if st == nil {
+			continue
+		}
+		if st.overlaps == nil {
+			st.overlaps, st.chosen = map[string]struct{}{}, map[string]struct{}{}
+		}
+		for _, o := range sel {
+			if o != t {
+				st.overlaps[o.VPA.Name] = struct{}{}
+			}
+		}
+		st.chosen[chosen] = struct{}{}
+	}
+}
+
+// OverlapMessage is the OverlappingVPA message of VPA self whose pods are
+// also matched by others, the admission controller applying chosen to them
+// ("" in chosen: none). Names are sorted, so the message is stable.
+func OverlapMessage(self string, others, chosen []string) string {
+	if len(others) == 0 {
+		return ""
+	}
+	others, chosen = slices.Sorted(slices.Values(others)), slices.Sorted(slices.Values(chosen))
+	noun := "VPA"
+	if len(others) > 1 {
+		noun = "VPAs"
+	}
+	msg := fmt.Sprintf("Pods of this VPA are also matched by %s %s; ", noun, strings.Join(others, ", "))
+	var names []string
+	none := false
+	for _, c := range chosen {
+		switch c {
+		case "":
+			none = true
+		case self:
+			names = append(names, "this VPA ("+self+")")
+		default:
+			names = append(names, "VPA "+c)
+		}
+	}
+	switch {
+	case len(names) == 0:
+		msg += "the admission controller applies none of them (each is in mode Off or does not target the pods' controller)"
+	case len(names) == 1 && !none:
+		msg += "the admission controller applies " + names[0] + " to them"
+	default:
+		if none {
+			names = append(names, "none")
+		}
+		msg += "the admission controller applies, depending on the pod, " + strings.Join(names, " or ")
+	}
+	return msg
+}
+
+func setKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // instance returns the container state of a pod's container under a VPA,
@@ -616,6 +726,18 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		facts.PodsMatched = st.podCount > 0
 		facts.Unsupported = st.unsupported
 		facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
+		facts.Overlap = OverlapMessage(st.key.Name, setKeys(st.overlaps), setKeys(st.chosen))
+		if r.deps.HPAs != nil && st.tgt != nil {
+			if hpas, ok := r.deps.HPAs(st.key.Namespace); ok {
+				var containers []string
+				if len(st.live) > 0 {
+					containers = setKeys(st.live)
+				}
+				facts.HPAConflict = hpa.Message(st.obj, hpa.Conflicts(st.obj, hpas, containers))
+			} else if c := trueCondition(st.obj.Status.Conditions, vpav1.HPAConflict); c != nil {
+				facts.HPAConflict = c.Message // not known yet: keep it
+			}
+		}
 		status := BuildStatus(st.obj, facts, now)
 		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {
 			r.deps.Prom.RecommendationLatency.Observe(now.Sub(st.obj.CreationTimestamp.Time).Seconds())

@@ -29,6 +29,11 @@ const (
 	// ReasonLimitRangeOverridesPolicy: pods get the recommendation capped
 	// to the LimitRanges past minAllowed or maxAllowed.
 	ReasonLimitRangeOverridesPolicy = recommendation.ReasonLimitRangeOverridesPolicy
+	// ReasonOverlappingVPAs: another VPA matches some of this VPA's pods.
+	ReasonOverlappingVPAs = "OverlappingVPAs"
+	// ReasonHPAOnSameResource: an HPA scales the target on a resource this
+	// VPA sets.
+	ReasonHPAOnSameResource = "HPAOnSameResource"
 	// LowConfidenceThreshold is the confidence (in days of history) below
 	// which LowConfidence is set.
 	LowConfidenceThreshold = 1.0
@@ -50,6 +55,12 @@ type Facts struct {
 	// LimitRangeConflict is the LimitRangeConflict condition's reason and
 	// message; empty when the recommendation fits the pods.
 	LimitRangeConflict, LimitRangeConflictMessage string
+	// Overlap is the OverlappingVPA message; empty when no other VPA
+	// matches the VPA's pods.
+	Overlap string
+	// HPAConflict is the HPAConflict message; empty when no HPA scales the
+	// target on a resource the VPA sets.
+	HPAConflict string
 }
 
 // conditionSet edits a list of conditions keyed by type, keeping the
@@ -99,10 +110,10 @@ func HasRecommendation(r *vpav1.RecommendedPodResources) bool {
 
 // BuildStatus returns the status the VPA should have: the recommendation,
 // the conditions (upstream's RecommendationProvided, NoPodsMatched and
-// ConfigUnsupported rules, plus LowConfidence, FetchingHistory and
-// LimitRangeConflict; conditions of other types are kept, ConfigDeprecated is
-// removed), sorted by type with unchanged transition times, and
-// observedGeneration.
+// ConfigUnsupported rules, plus LowConfidence, FetchingHistory,
+// LimitRangeConflict, OverlappingVPA and HPAConflict; conditions of other
+// types are kept, ConfigDeprecated is removed), sorted by type with
+// unchanged transition times, and observedGeneration.
 func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1.VerticalPodAutoscalerStatus {
 	cs := newConditionSet(vpa.Status.Conditions, now)
 	cs.remove(vpav1.ConfigDeprecated)
@@ -138,6 +149,16 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 		cs.set(vpav1.LimitRangeConflict, true, f.LimitRangeConflict, f.LimitRangeConflictMessage)
 	} else {
 		cs.remove(vpav1.LimitRangeConflict)
+	}
+	if f.Overlap != "" {
+		cs.set(vpav1.OverlappingVPA, true, ReasonOverlappingVPAs, f.Overlap)
+	} else {
+		cs.remove(vpav1.OverlappingVPA)
+	}
+	if f.HPAConflict != "" {
+		cs.set(vpav1.HPAConflict, true, ReasonHPAOnSameResource, f.HPAConflict)
+	} else {
+		cs.remove(vpav1.HPAConflict)
 	}
 	st := vpav1.VerticalPodAutoscalerStatus{Conditions: cs.list()}
 	if has {
@@ -215,12 +236,17 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 }
 
 func hasTrueCondition(conds []vpav1.VerticalPodAutoscalerCondition, t vpav1.VerticalPodAutoscalerConditionType) bool {
-	for _, c := range conds {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return true
+	return trueCondition(conds, t) != nil
+}
+
+// trueCondition returns the condition of type t when it is True, else nil.
+func trueCondition(conds []vpav1.VerticalPodAutoscalerCondition, t vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
+	for i := range conds {
+		if conds[i].Type == t && conds[i].Status == corev1.ConditionTrue {
+			return &conds[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // lastSlot returns the latest time at or before now that is phase past a

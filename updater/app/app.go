@@ -27,13 +27,13 @@ import (
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/restriction"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/updater/app/options"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
 	"github.com/openvpa/openvpa/updater/loop"
-	"github.com/openvpa/openvpa/updater/restriction"
 )
 
 // Command is the updater command line.
@@ -151,7 +151,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Pods:        listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) { return pods.List(labels.Everything()) }),
 		LimitRanges: limitRanges,
 		Resolver:    resolver,
-		Counter:     replicaCounter{workloads: workloads.Indexers},
+		Counter:     restriction.WorkloadCounter{Workloads: workloads.Indexers},
 		Status:      status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
 		Evicter:     eviction.Evicter{API: evictions, Recorder: recorder},
 		Resizer:     inplace.Client{Pods: func(namespace string) inplace.PodPatcher { return clients.Pods(namespace) }},
@@ -238,35 +238,3 @@ func Run(ctx context.Context, o *options.Options) error {
 type listerFunc[T any] func() ([]T, error)
 
 func (f listerFunc[T]) List() ([]T, error) { return f() }
-
-// replicaCounter reads configured replicas from the controllers' caches, as
-// upstream: spec.replicas of ReplicaSets, StatefulSets and
-// ReplicationControllers, status.numberReady of DaemonSets (see
-// target.Workload.Replicas), and the live pods of a Job.
-type replicaCounter struct {
-	workloads target.Workloads
-}
-
-func (c replicaCounter) ConfiguredReplicas(namespace string, owner metav1.OwnerReference, livePods int) (int, error) {
-	switch owner.Kind {
-	case target.KindJob:
-		return livePods, nil
-	case target.KindReplicaSet, target.KindStatefulSet, target.KindReplicationController, target.KindDaemonSet:
-	default:
-		return 0, fmt.Errorf("unsupported controller kind %s", owner.Kind)
-	}
-	w, err := c.workloads.Workload(owner.Kind, namespace, owner.Name)
-	if err != nil {
-		return 0, err
-	}
-	if owner.Kind == target.KindDaemonSet {
-		if w.Replicas == nil {
-			return 0, nil
-		}
-		return int(*w.Replicas), nil
-	}
-	if w.Replicas == nil || *w.Replicas == 0 {
-		return 0, fmt.Errorf("%s %s/%s has no replicas configured", owner.Kind, namespace, owner.Name)
-	}
-	return int(*w.Replicas), nil
-}

@@ -17,14 +17,14 @@ import (
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/priority"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/restriction"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/updateplan"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
-	"github.com/openvpa/openvpa/updater/restriction"
 )
 
 // Event reasons besides eviction's.
@@ -263,8 +263,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		logger.Info("InPlace mode needs the InPlace feature gate; skipping")
 		return
 	}
-	rec := vpa.Status.Recommendation
-	if rec == nil || len(rec.ContainerRecommendations) == 0 {
+	if rec := vpa.Status.Recommendation; rec == nil || len(rec.ContainerRecommendations) == 0 {
 		return
 	}
 
@@ -276,59 +275,21 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	for key, why := range restr.Skipped {
 		logger.V(4).Info("Replica group left alone", "group", key, "reason", why)
 	}
-	pcfg := priority.ConfigForVPA(u.cfg.Priority, vpa, u.cfg.PerVPAConfig)
-	var requirements []*vpav1.EvictionRequirement
-	if vpa.Spec.UpdatePolicy != nil {
-		requirements = vpa.Spec.UpdatePolicy.EvictionRequirements
+	all, planned := updateplan.Evaluate(vpa, pods, updateplan.Options{
+		Priority: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now,
+	})
+	for _, p := range all {
+		switch {
+		case p.Outcome == updateplan.EvictionRequirementsNotMet:
+			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(p.Pod))
+		case p.Plan != nil && p.Plan.Conflict != nil:
+			u.limitRangeConflict(logger, vpa, p.Pod, *p.Plan)
+		}
 	}
-
-	var candidates []candidate
-	for _, pod := range pods {
-		observedSet, ok := annotations.ObservedContainerSet(pod)
-		var observed []string
-		if ok {
-			observed = make([]string, 0, len(observedSet))
-			for n := range observedSet {
-				observed = append(observed, n)
-			}
-		} else {
-			observedSet = nil
-		}
-		// Plans start from the pod as it was before OpenVPA changed it, as
-		// the admission controller's did, so that a pod already updated
-		// gets the same plan again rather than one scaled from its
-		// updated values.
-		base := recommendation.Baseline(pod)
-		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, lr)
-		in := priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, now)
-		d := priority.Decide(pcfg, in)
-		if !d.Update {
-			continue
-		}
-		if !priority.MeetsEvictionRequirements(requirements, in.Containers) {
-			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(pod))
-			continue
-		}
-		plan := recommendation.PlanForPod(base, vpa, lr)
-		if plan.Conflict != nil {
-			u.limitRangeConflict(logger, vpa, pod, plan)
-			if !plan.PolicyOverridden {
-				// Neither an eviction nor a resize can give this pod the
-				// recommendation: the API server would refuse it.
-				continue
-			}
-		}
-		resources := plan.Containers
-		requests := map[string]corev1.ResourceList{}
-		for i, r := range resources {
-			name := pod.Spec.Containers[i].Name
-			if len(r.Requests) > 0 && (observedSet == nil || observedSet[name]) {
-				requests[name] = r.Requests
-			}
-		}
-		candidates = append(candidates, candidate{pod: pod, decision: d, resources: resources, observed: observedSet, requests: requests})
+	candidates := make([]candidate, 0, len(planned))
+	for _, p := range planned { // most urgent first
+		candidates = append(candidates, candidate{pod: p.Pod, decision: p.Decision, resources: p.Plan.Containers, observed: p.Observed, requests: p.Requests})
 	}
-	priority.Sort(candidates, func(c candidate) priority.Decision { return c.decision })
 	m.ExecutionLatency.WithLabelValues("FilterPods").Observe(u.d.Clock.Since(step).Seconds())
 
 	var toEvict []candidate

@@ -343,6 +343,14 @@ const (
 	// their requests, or get them capped to the LimitRanges past the
 	// resource policy. OpenVPA sets it; upstream VPA does not.
 	LimitRangeConflict VerticalPodAutoscalerConditionType = "LimitRangeConflict"
+	// OverlappingVPA indicates that pods of this VPA are also matched by
+	// another VPA; the message names the others and the VPA the admission
+	// controller applies to the pods. OpenVPA sets it; upstream VPA does not.
+	OverlappingVPA VerticalPodAutoscalerConditionType = "OverlappingVPA"
+	// HPAConflict indicates that a HorizontalPodAutoscaler scales this VPA's
+	// target on cpu or memory, a resource the VPA also sets. OpenVPA sets
+	// it; upstream VPA does not.
+	HPAConflict VerticalPodAutoscalerConditionType = "HPAConflict"
 )
 
 // VerticalPodAutoscalerCondition describes the state of a VPA at a certain point.

@@ -1,4 +1,4 @@
-package app
+package restriction
 
 import (
 	"strings"
@@ -36,7 +36,7 @@ func TestReplicaCounterReadsTrimmedCaches(t *testing.T) {
 	add(target.KindStatefulSet, &appsv1.StatefulSet{ObjectMeta: meta("ss"), Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}})
 	add(target.KindDaemonSet, &appsv1.DaemonSet{ObjectMeta: meta("ds"), Status: appsv1.DaemonSetStatus{NumberReady: 4, DesiredNumberScheduled: 6}})
 	add(target.KindReplicationController, &corev1.ReplicationController{ObjectMeta: meta("rc"), Spec: corev1.ReplicationControllerSpec{Replicas: ptr.To[int32](5)}})
-	c := replicaCounter{workloads: idx}
+	c := WorkloadCounter{Workloads: idx}
 
 	tests := map[string]struct {
 		kind, name string

@@ -1,0 +1,276 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func rl(cpu, mem string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}
+}
+
+func deployment(name string, replicas int32) (*appsv1.Deployment, *appsv1.ReplicaSet) {
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: sel}}
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-5d9f", OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "Deployment", Name: name, Controller: ptr.To(true)}}},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(replicas), Selector: sel},
+	}
+	return d, rs
+}
+
+func pod(app, name string, requests corev1.ResourceList, age time.Duration) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, Labels: map[string]string{"app": app}, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-5d9f", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: requests}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, StartTime: ptr.To(metav1.NewTime(now.Add(-age))),
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Ready: true}}},
+	}
+}
+
+func vpa(name, deployment string, mode vpav1.UpdateMode, created time.Time) *vpav1.VerticalPodAutoscaler {
+	return &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, CreationTimestamp: metav1.NewTime(created)},
+		Spec: vpav1.VerticalPodAutoscalerSpec{
+			TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: deployment},
+			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode},
+		},
+	}
+}
+
+// historyCheckpoint is the checkpoint of days of one sample a minute at
+// cpu cores and mem bytes, as the recommender's model writes it.
+func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64) *vpav1.VerticalPodAutoscalerCheckpoint {
+	t.Helper()
+	start := now.Add(-time.Duration(days) * 24 * time.Hour)
+	a := model.NewAggregateState(model.DefaultConfig(), start)
+	cs := model.NewContainerState(a)
+	i := 0
+	for ts := start; ts.Before(now); ts = ts.Add(time.Minute) {
+		c := cpu
+		if i%10 == 0 {
+			c *= 2 // every tenth minute busier: a P90 above the median
+		}
+		cs.AddCPUSample(ts, model.CPUAmountFromCores(c))
+		cs.AddMemorySample(ts, model.MemoryAmountFromBytes(mem))
+		i++
+	}
+	st, err := model.SaveCheckpoint(a, []*model.ContainerState{cs}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &vpav1.VerticalPodAutoscalerCheckpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: vpaName + "-app"},
+		Spec:       vpav1.VerticalPodAutoscalerCheckpointSpec{VPAObjectName: vpaName, ContainerName: "app"},
+		Status:     st,
+	}
+}
+
+// fixture is a namespace with:
+//   - web: a Recreate VPA whose memory target is clipped by maxAllowed,
+//     two pods below the cpu lower bound (one OOM-killed), a PDB that
+//     allows no disruption, three days of checkpointed history;
+//   - api: an Off VPA whose pod requests far more than it uses, with an
+//     HPA on cpu;
+//   - twin-a and twin-b: two VPAs on one Deployment;
+//   - a LimitRange capping containers at 500m cpu, which web's proportional
+//     limit would pass.
+func fixture(t *testing.T) *snapshot.Index {
+	t.Helper()
+	s := &snapshot.Snapshot{Now: now}
+	for _, d := range []struct {
+		name     string
+		replicas int32
+	}{{"web", 2}, {"api", 1}, {"twin", 1}} {
+		dep, rs := deployment(d.name, d.replicas)
+		s.Workloads = append(s.Workloads, []runtime.Object{dep, rs}...)
+	}
+
+	web := vpa("web", "web", vpav1.UpdateModeRecreate, now.Add(-72*time.Hour))
+	web.Spec.ResourcePolicy = &vpav1.PodResourcePolicy{ContainerPolicies: []vpav1.ContainerResourcePolicy{{
+		ContainerName: "*", MaxAllowed: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("200Mi")}}}}
+	web.Status = vpav1.VerticalPodAutoscalerStatus{
+		Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
+			ContainerName: "app", Target: rl("404m", "200Mi"), LowerBound: rl("230m", "200Mi"), UpperBound: rl("480m", "200Mi"), UncappedTarget: rl("404m", "366Mi"),
+		}}},
+		Conditions: []vpav1.VerticalPodAutoscalerCondition{{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue}},
+	}
+	api := vpa("api", "api", vpav1.UpdateModeOff, now.Add(-48*time.Hour))
+	api.Status = vpav1.VerticalPodAutoscalerStatus{
+		Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
+			ContainerName: "app", Target: rl("50m", "262144k"), LowerBound: rl("25m", "250Mi"), UpperBound: rl("90m", "400Mi"), UncappedTarget: rl("50m", "262144k"),
+		}}},
+		Conditions: []vpav1.VerticalPodAutoscalerCondition{
+			{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue},
+			{Type: vpav1.HPAConflict, Status: corev1.ConditionTrue, Reason: "HPAOnSameResource", Message: "HorizontalPodAutoscaler api on cpu scales Deployment/api on a resource this VPA also sets"},
+		},
+	}
+	twinA := vpa("twin-a", "twin", vpav1.UpdateModeInitial, now.Add(-2*time.Hour))
+	twinB := vpa("twin-b", "twin", vpav1.UpdateModeInitial, now.Add(-time.Hour))
+	s.VPAs = []*vpav1.VerticalPodAutoscaler{web, api, twinA, twinB}
+
+	webA := pod("web", "web-5d9f-a", rl("100m", "128Mi"), 30*time.Hour)
+	webA.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}
+	oom := pod("web", "web-5d9f-b", rl("100m", "128Mi"), 30*time.Hour)
+	oom.Spec.Containers[0].Resources.Limits = webA.Spec.Containers[0].Resources.Limits
+	oom.Status.ContainerStatuses[0].LastTerminationState.Terminated = &corev1.ContainerStateTerminated{Reason: "OOMKilled",
+		StartedAt: metav1.NewTime(now.Add(-3 * time.Hour)), FinishedAt: metav1.NewTime(now.Add(-3*time.Hour + 90*time.Second))}
+	s.Pods = []*corev1.Pod{
+		webA, oom,
+		pod("api", "api-5d9f-a", rl("2", "4Gi"), 20*time.Hour),
+		pod("twin", "twin-5d9f-a", rl("100m", "256Mi"), time.Hour),
+	}
+	s.Checkpoints = []*vpav1.VerticalPodAutoscalerCheckpoint{historyCheckpoint(t, "web", 3, 0.3, 300*1024*1024)}
+	s.HPAs = []*autoscalingv2.HorizontalPodAutoscaler{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU}}},
+		},
+	}}
+	s.LimitRanges = []*corev1.LimitRange{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "max"},
+		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
+			Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}}}},
+	}}
+	s.PDBs = []*policyv1.PodDisruptionBudget{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
+	}}
+	ix, err := snapshot.NewIndex(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test -update rewrites it); got:\n%s", path, got)
+	}
+}
+
+func TestGoldenOutputs(t *testing.T) {
+	ix := fixture(t)
+	tests := map[string]struct {
+		cmd, name, output, file string
+	}{
+		"explain web as a table":    {cmd: "explain", name: "web", output: "table", file: "explain-web.txt"},
+		"explain web as JSON":       {cmd: "explain", name: "web", output: "json", file: "explain-web.json"},
+		"explain api as a table":    {cmd: "explain", name: "api", output: "table", file: "explain-api.txt"},
+		"explain twin-b as a table": {cmd: "explain", name: "twin-b", output: "table", file: "explain-twin-b.txt"},
+		"report as a table":         {cmd: "report", output: "table", file: "report.txt"},
+		"report as JSON":            {cmd: "report", output: "json", file: "report.json"},
+		"report as HTML":            {cmd: "report", output: "html", file: "report.html"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			o.Output = tc.output
+			if tc.output == "html" {
+				o.Out = "unused"
+			}
+			if err := o.Validate(tc.cmd); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			var err error
+			if tc.cmd == "explain" {
+				err = writeExplain(ix, o, "shop", tc.name, &out)
+			} else {
+				err = writeReport(ix, o, "shop", &out)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tc.file, out.Bytes())
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := map[string]struct {
+		cmd     string
+		args    []string
+		wantErr string
+	}{
+		"explain table":         {cmd: "explain"},
+		"explain html refused":  {cmd: "explain", args: []string{"-o", "html"}, wantErr: `unsupported output format "html" for explain`},
+		"report html needs out": {cmd: "report", args: []string{"-o", "html"}, wantErr: "-o html needs --out FILE"},
+		"-n with -A":            {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
+		"bad max cpu":           {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
+		"min replicas":          {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := NewOptions()
+			fs := flagSet(o, tc.cmd)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := o.Validate(tc.cmd)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestMainErrors(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if err := Main(context.Background(), []string{"frobnicate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
+		t.Errorf("unknown command: %v", err)
+	}
+	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain NAME") {
+		t.Errorf("--help: %v, %q", err, out.String())
+	}
+	kc := filepath.Join(t.TempDir(), "missing")
+	if err := Main(context.Background(), []string{"explain", "x", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
+		t.Errorf("missing kubeconfig: %v", err)
+	}
+}

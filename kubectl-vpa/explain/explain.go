@@ -1,0 +1,678 @@
+// Package explain builds `kubectl vpa explain`: for one VPA, per container,
+// the history its checkpoint holds, the estimator's steps from histogram
+// percentile to target and bounds (recomputed by restoring the checkpoint
+// into the recommender's model and running the recommender's estimator),
+// the limits that clipped the target, recent OOM kills, and per pod the
+// requests against the recommendation and what the updater would do, by the
+// updater's own decision code (pkg/updateplan, pkg/priority,
+// pkg/restriction).
+package explain
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
+	"github.com/openvpa/openvpa/pkg/hpa"
+	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/restriction"
+	"github.com/openvpa/openvpa/pkg/updateplan"
+	"github.com/openvpa/openvpa/recommender/estimator"
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// Options are the component settings explain assumes: the recommender's
+// estimator and model, the updater's thresholds. The defaults are the
+// components' defaults; a cluster that runs them with other flags gives
+// explain the same flags.
+type Options struct {
+	Estimator         estimator.Config
+	Model             *model.Config
+	PerVPAConfig      bool
+	Priority          priority.Config
+	Restriction       restriction.Config
+	EvictionRateLimit float64
+	EvictionRateBurst int
+}
+
+// DefaultOptions returns the components' defaults.
+func DefaultOptions() Options {
+	return Options{
+		Estimator:         estimator.DefaultConfig(),
+		Model:             model.DefaultConfig(),
+		Priority:          priority.DefaultConfig(),
+		Restriction:       restriction.Config{MinReplicas: 2, EvictionTolerance: 0.5},
+		EvictionRateLimit: -1,
+		EvictionRateBurst: 1,
+	}
+}
+
+// Explanation is the outcome for one VPA; its JSON form is the output of
+// -o json and -o yaml.
+type Explanation struct {
+	Namespace  string      `json:"namespace"`
+	Name       string      `json:"name"`
+	Target     string      `json:"target"`
+	UpdateMode string      `json:"updateMode"`
+	Conditions []Condition `json:"conditions,omitempty"`
+	// Problems are findings about the VPA as a whole: an unresolvable
+	// target, overlapping VPAs, an HPA on the same resource.
+	Problems   []string    `json:"problems,omitempty"`
+	Containers []Container `json:"containers"`
+	Pods       []Pod       `json:"pods"`
+	Updater    Updater     `json:"updater"`
+	Warnings   []string    `json:"warnings,omitempty"`
+}
+
+// Condition is a VPA status condition.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Container is the explanation of one container's recommendation.
+type Container struct {
+	Name string `json:"name"`
+	// Mode is the container's scaling mode; ControlledValues and
+	// ControlledResources its policy.
+	Mode                string   `json:"mode"`
+	ControlledValues    string   `json:"controlledValues"`
+	ControlledResources []string `json:"controlledResources"`
+	// Status is the recommendation in the VPA status, nil when none.
+	Status *Recommendation `json:"status,omitempty"`
+	// History is what the container's checkpoint holds, nil without one.
+	History *History `json:"history,omitempty"`
+	// CPU and Memory are the estimator's steps from the checkpoint.
+	CPU    *Steps `json:"cpu,omitempty"`
+	Memory *Steps `json:"memory,omitempty"`
+	// Clipped lists the limits that moved the target away from the
+	// uncapped target.
+	Clipped []Clip `json:"clipped,omitempty"`
+	OOMs    []OOM  `json:"ooms,omitempty"`
+	// Notes explain differences between the estimate and the status.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Recommendation is one container's recommendation, as quantities.
+type Recommendation struct {
+	Target         map[string]string `json:"target"`
+	UncappedTarget map[string]string `json:"uncappedTarget,omitempty"`
+	LowerBound     map[string]string `json:"lowerBound,omitempty"`
+	UpperBound     map[string]string `json:"upperBound,omitempty"`
+}
+
+// History is the usage history of one container, from its checkpoint.
+type History struct {
+	// Checkpointed is when the recommender last wrote the checkpoint.
+	Checkpointed     metav1.Time `json:"checkpointed"`
+	FirstSampleStart metav1.Time `json:"firstSampleStart"`
+	LastSampleStart  metav1.Time `json:"lastSampleStart"`
+	// Days is the time between the first and the last sample.
+	Days float64 `json:"days"`
+	// Samples is the number of CPU samples; MemoryPeaks the total weight of
+	// the memory histogram (one per memory window per container instance,
+	// decayed).
+	Samples int `json:"samples"`
+	// Confidence is the recommender's confidence in days: the lesser of the
+	// days covered and the samples at one per minute.
+	Confidence float64 `json:"confidence"`
+	// Error is set when the checkpoint cannot be restored.
+	Error string `json:"error,omitempty"`
+}
+
+// Steps are the estimator's steps for one resource.
+type Steps struct {
+	Target     Step `json:"target"`
+	LowerBound Step `json:"lowerBound"`
+	UpperBound Step `json:"upperBound"`
+}
+
+// Step is one amount, from percentile to final value.
+type Step struct {
+	Percentile float64 `json:"percentile"`
+	Histogram  string  `json:"histogram"`
+	WithMargin string  `json:"withMargin"`
+	// Confidence is the confidence a bound is scaled by; nil for a target.
+	Confidence     *float64 `json:"confidence,omitempty"`
+	WithConfidence string   `json:"withConfidence"`
+	Minimum        string   `json:"minimum"`
+	Final          string   `json:"final"`
+}
+
+// Clip is a limit that moved a target.
+type Clip struct {
+	Resource string `json:"resource"`
+	Limit    string `json:"limit"`
+	Value    string `json:"value"`
+	Uncapped string `json:"uncapped"`
+	Target   string `json:"target"`
+}
+
+// OOM is an OOM kill of the container in one of the VPA's pods.
+type OOM struct {
+	Pod      string      `json:"pod"`
+	Finished metav1.Time `json:"finished"`
+	// RanFor is how long the container ran before it was killed.
+	RanFor string `json:"ranFor"`
+	// MemoryRequest is the container's memory request at the time.
+	MemoryRequest string `json:"memoryRequest,omitempty"`
+}
+
+// Pod is one pod of the VPA.
+type Pod struct {
+	Name       string         `json:"name"`
+	Phase      string         `json:"phase"`
+	Age        string         `json:"age,omitempty"`
+	Containers []PodContainer `json:"containers"`
+	// Decision is the updater's rule for the pod.
+	Decision string `json:"decision"`
+	// ResourceDiff is the rule's relative change of requests.
+	ResourceDiff float64 `json:"resourceDiff"`
+	// Action is what the updater would do with the pod now, and why.
+	Action string `json:"action"`
+}
+
+// PodContainer is one container of a pod: what it runs with against the
+// recommendation capped for this pod.
+type PodContainer struct {
+	Name       string            `json:"name"`
+	Requests   map[string]string `json:"requests"`
+	Target     map[string]string `json:"target,omitempty"`
+	LowerBound map[string]string `json:"lowerBound,omitempty"`
+	UpperBound map[string]string `json:"upperBound,omitempty"`
+	// Position per resource: below, within or above the bounds, or
+	// unrecommended.
+	Position map[string]string `json:"position,omitempty"`
+	// Capped says what capped the recommendation for this pod (the
+	// namespace's LimitRanges, the container's limits under
+	// RequestsOnly, the policy), as the admission controller caps it.
+	Capped []string `json:"capped,omitempty"`
+}
+
+// Updater is what the updater does with the VPA as a whole.
+type Updater struct {
+	// Acts is whether the updater processes the VPA's running pods.
+	Acts    bool     `json:"acts"`
+	Summary string   `json:"summary"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Compute explains v from the snapshot index.
+func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Explanation {
+	if o.Model == nil {
+		o.Model = model.DefaultConfig()
+	}
+	e := &Explanation{Namespace: v.Namespace, Name: v.Name, UpdateMode: string(vpav1.GetUpdateMode(v)), Warnings: ix.Warnings}
+	if v.Spec.TargetRef != nil {
+		e.Target = v.Spec.TargetRef.Kind + "/" + v.Spec.TargetRef.Name
+	}
+	for _, c := range v.Status.Conditions {
+		e.Conditions = append(e.Conditions, Condition{Type: string(c.Type), Status: string(c.Status), Reason: c.Reason, Message: c.Message})
+	}
+	if why, ok := ix.Unresolved[v]; ok {
+		e.Problems = append(e.Problems, "target: "+why)
+	}
+	others, chosen := ix.Overlaps(v)
+	if len(others) > 0 {
+		e.Problems = append(e.Problems, overlapText(v.Name, others, chosen))
+	}
+	pods := ix.PodsOf(v)
+	names := containerNames(v, pods, ix.CheckpointsOf(v))
+	if m := hpa.Message(v, hpa.Conflicts(v, ix.HPAsIn(v.Namespace), names)); m != "" {
+		e.Problems = append(e.Problems, m)
+	}
+	cps := ix.CheckpointsOf(v)
+	for _, name := range names {
+		e.Containers = append(e.Containers, container(ix, v, name, cps[name], pods, o))
+	}
+	e.Pods, e.Updater = updater(ix, v, o)
+	return e
+}
+
+// containerNames are the containers of the VPA's pods, its recommendation
+// and its checkpoints, sorted.
+func containerNames(v *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, cps map[string]*vpav1.VerticalPodAutoscalerCheckpoint) []string {
+	set := map[string]bool{}
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			set[c.Name] = true
+		}
+	}
+	if v.Status.Recommendation != nil {
+		for _, r := range v.Status.Recommendation.ContainerRecommendations {
+			set[r.ContainerName] = true
+		}
+	}
+	for name := range cps {
+		set[name] = true
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, cp *vpav1.VerticalPodAutoscalerCheckpoint,
+	pods []*corev1.Pod, o Options) Container {
+	policy := vpav1.GetContainerResourcePolicy(name, v.Spec.ResourcePolicy)
+	c := Container{Name: name, Mode: string(policy.ScalingMode()), ControlledValues: string(policy.ControlledValuesOrDefault())}
+	for _, r := range policy.ControlledResourcesOrDefault() {
+		c.ControlledResources = append(c.ControlledResources, string(r))
+	}
+	var status *vpav1.RecommendedContainerResources
+	if v.Status.Recommendation != nil {
+		for i := range v.Status.Recommendation.ContainerRecommendations {
+			if r := &v.Status.Recommendation.ContainerRecommendations[i]; r.ContainerName == name {
+				status = r
+			}
+		}
+	}
+	if status != nil {
+		c.Status = &Recommendation{Target: quantities(status.Target), UncappedTarget: quantities(status.UncappedTarget),
+			LowerBound: quantities(status.LowerBound), UpperBound: quantities(status.UpperBound)}
+		for _, clip := range o.Estimator.Clips(name, v.Spec.ResourcePolicy, status.UncappedTarget) {
+			t := status.Target[clip.Resource]
+			u := status.UncappedTarget[clip.Resource]
+			c.Clipped = append(c.Clipped, Clip{Resource: string(clip.Resource), Limit: clip.Limit, Value: clip.Value.String(), Uncapped: u.String(), Target: t.String()})
+		}
+		// A difference no policy limit explains: a global maximum the
+		// plugin was not told about, or rounding.
+		for r, u := range status.UncappedTarget {
+			t, ok := status.Target[r]
+			if !ok || t.Cmp(u) == 0 || hasClip(c.Clipped, string(r)) {
+				continue
+			}
+			c.Clipped = append(c.Clipped, Clip{Resource: string(r), Limit: "unknown (a --container-recommendation-max-allowed-" + string(r) + " flag of the recommender?)",
+				Uncapped: u.String(), Target: t.String()})
+		}
+	}
+	if cp != nil {
+		c.History, c.CPU, c.Memory = history(cp, v, name, len(recommendedNames(v, ix.CheckpointsOf(v), pods)), o, ix.Now)
+		if c.Memory != nil && cp.Status.MemoryHistogram.TotalWeight == 0 {
+			c.Notes = append(c.Notes, "the checkpoint holds no memory peak yet: a peak enters it when its memory aggregation window "+
+				"(24h by default) closes, so the memory estimate here is the pod minimum while the status also counts the open window")
+		}
+	}
+	for _, p := range pods {
+		for _, s := range p.Status.ContainerStatuses {
+			t := s.LastTerminationState.Terminated
+			if s.Name != name || t == nil || t.Reason != "OOMKilled" {
+				continue
+			}
+			oom := OOM{Pod: p.Name, Finished: t.FinishedAt, RanFor: t.FinishedAt.Sub(t.StartedAt.Time).Round(time.Second).String()}
+			for _, sc := range p.Spec.Containers {
+				if q, ok := sc.Resources.Requests[corev1.ResourceMemory]; ok && sc.Name == name {
+					oom.MemoryRequest = q.String()
+				}
+			}
+			c.OOMs = append(c.OOMs, oom)
+		}
+	}
+	return c
+}
+
+func hasClip(cs []Clip, r string) bool {
+	for _, c := range cs {
+		if c.Resource == r {
+			return true
+		}
+	}
+	return false
+}
+
+// recommendedNames are the containers the estimator splits the pod minimum
+// across: those of the live pods (else of the checkpoints) not in mode Off.
+func recommendedNames(v *vpav1.VerticalPodAutoscaler, cps map[string]*vpav1.VerticalPodAutoscalerCheckpoint, pods []*corev1.Pod) []string {
+	set := map[string]bool{}
+	for _, p := range pods {
+		for _, c := range p.Spec.Containers {
+			set[c.Name] = true
+		}
+	}
+	if len(set) == 0 {
+		for n := range cps {
+			set[n] = true
+		}
+	}
+	var out []string
+	for n := range set {
+		if vpav1.GetContainerResourcePolicy(n, v.Spec.ResourcePolicy).ScalingMode() != vpav1.ContainerScalingModeOff {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// history restores the checkpoint into the recommender's model and runs the
+// recommender's estimator over it.
+func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name string, containers int, o Options, now time.Time) (*History, *Steps, *Steps) {
+	h := &History{Checkpointed: cp.Status.LastUpdateTime, FirstSampleStart: cp.Status.FirstSampleStart, LastSampleStart: cp.Status.LastSampleStart,
+		Samples: cp.Status.TotalSamplesCount}
+	cfg := o.Model
+	if o.PerVPAConfig {
+		cfg = cfg.ForPolicy(vpav1.GetContainerResourcePolicy(name, v.Spec.ResourcePolicy))
+	}
+	// Restored as of the checkpoint's time, as the recommender would have
+	// held it then.
+	at := cp.Status.LastUpdateTime.Time
+	if at.IsZero() {
+		at = now
+	}
+	a, err := model.RestoreCheckpoint(cfg, &cp.Status, at)
+	if err != nil {
+		h.Error = err.Error()
+		return h, nil, nil
+	}
+	if !a.LastSampleStart.IsZero() && !a.FirstSampleStart.IsZero() {
+		h.Days = round(a.LastSampleStart.Sub(a.FirstSampleStart).Hours()/24, 2)
+	}
+	h.Confidence = round(a.Confidence(estimator.ConfidenceUnit), 2)
+	if containers < 1 {
+		containers = 1
+	}
+	b := estimator.NewPercentile(o.Estimator).Explain(a, o.Estimator.PodMinimum(containers))
+	return h, steps(b.CPU, cpuQuantity), steps(b.Memory, memoryQuantity)
+}
+
+func steps(r estimator.ResourceSteps, q func(model.ResourceAmount) string) *Steps {
+	conv := func(s estimator.Step) Step {
+		st := Step{Percentile: s.Percentile, Histogram: q(s.Raw), WithMargin: q(s.WithMargin),
+			WithConfidence: q(s.WithConfidence), Minimum: q(s.Minimum), Final: q(s.Final)}
+		if s.WithConfidence != s.WithMargin || s.Confidence != 0 {
+			c := s.Confidence
+			st.Confidence = &c
+		}
+		return st
+	}
+	return &Steps{Target: conv(r.Target), LowerBound: conv(r.LowerBound), UpperBound: conv(r.UpperBound)}
+}
+
+func cpuQuantity(m model.ResourceAmount) string {
+	return resource.NewMilliQuantity(int64(m), resource.DecimalSI).String()
+}
+
+// memoryQuantity formats bytes as a quantity when it is a whole number of
+// the unit, else in Mi with two decimals (the histogram's values are
+// bucket edges, rarely round).
+func memoryQuantity(b model.ResourceAmount) string {
+	q := resource.NewQuantity(int64(b), resource.BinarySI).String()
+	if int64(b) < 1<<20 || strings.HasSuffix(q, "i") {
+		return q
+	}
+	return fmt.Sprintf("%.2fMi", float64(b)/(1<<20))
+}
+
+func round(x float64, digits int) float64 {
+	p := 1.0
+	for range digits {
+		p *= 10
+	}
+	return float64(int64(x*p+0.5)) / p
+}
+
+func quantities(l corev1.ResourceList) map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(l))
+	for k, v := range l {
+		out[string(k)] = v.String()
+	}
+	return out
+}
+
+func overlapText(self string, others, chosen []string) string {
+	var applied []string
+	for _, c := range chosen {
+		switch c {
+		case "":
+			applied = append(applied, "none")
+		case self:
+			applied = append(applied, "this VPA")
+		default:
+			applied = append(applied, "VPA "+c)
+		}
+	}
+	return fmt.Sprintf("overlap: pods of this VPA are also matched by VPA %s; the admission controller applies %s to them",
+		strings.Join(others, ", "), strings.Join(applied, " or "))
+}
+
+// updater runs the updater's decision for the VPA's pods: pkg/updateplan
+// for each pod, then pkg/restriction over the candidates in the updater's
+// order, then the PodDisruptionBudgets the Eviction API would enforce.
+func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]Pod, Updater) {
+	mode := vpav1.GetUpdateMode(v)
+	var u Updater
+	recPods := ix.PodsOf(v)
+	pods := ix.UpdaterPods(v)
+	switch {
+	case !mode.UpdatesRunningPods():
+		u.Summary = fmt.Sprintf("mode %s: the updater leaves running pods alone", mode)
+		if mode == vpav1.UpdateModeInitial {
+			u.Summary += "; the admission controller sets requests when pods are created"
+		} else {
+			u.Summary += "; nothing applies the recommendation"
+		}
+		pods = recPods
+	case ix.Unresolved[v] != "":
+		u.Summary = "the updater skips this VPA: its target cannot be resolved"
+		pods = recPods
+	case v.Status.Recommendation == nil || len(v.Status.Recommendation.ContainerRecommendations) == 0:
+		u.Summary = "no recommendation yet: the updater has nothing to apply"
+	default:
+		u.Acts = true
+	}
+	if len(recPods) > len(pods) && u.Acts {
+		u.Notes = append(u.Notes, fmt.Sprintf("%d of the pods the VPA matches are controlled by another VPA or controller; the updater leaves them to it", len(recPods)-len(pods)))
+	}
+	all, candidates := updateplan.Evaluate(v, pods, updateplan.Options{
+		Priority: o.Priority, PerVPAConfig: o.PerVPAConfig, LimitRanges: ix.LimitRangesIn(v.Namespace), Now: ix.Now,
+	})
+	byPod := map[*corev1.Pod]*updateplan.Pod{}
+	for _, p := range all {
+		byPod[p.Pod] = p
+	}
+	actions := map[*corev1.Pod]string{}
+	if u.Acts {
+		restr := restriction.New(restriction.Options{Config: o.Restriction, VPA: v, Counter: restriction.WorkloadCounter{Workloads: ix.Workloads}, Now: ix.Now}, pods)
+		for key, why := range restr.Skipped {
+			u.Notes = append(u.Notes, fmt.Sprintf("%s %s left alone: %s", key.Kind, key.Name, why))
+		}
+		inPlace := mode == vpav1.UpdateModeInPlace || mode == vpav1.UpdateModeInPlaceOrRecreate
+		for _, c := range candidates { // the updater's order
+			actions[c.Pod] = act(ix, restr, c, mode, inPlace, o)
+		}
+		if o.EvictionRateLimit > 0 {
+			u.Notes = append(u.Notes, fmt.Sprintf("evictions and resizes wait for the rate limiter (%.3g per second, burst %d)", o.EvictionRateLimit, o.EvictionRateBurst))
+		}
+		n := len(candidates)
+		u.Summary = fmt.Sprintf("%d of %d pods are candidates for an update", n, len(pods))
+	}
+	var out []Pod
+	for _, pod := range pods {
+		p := Pod{Name: pod.Name, Phase: string(pod.Status.Phase)}
+		if pod.Status.StartTime != nil {
+			p.Age = ix.Now.Sub(pod.Status.StartTime.Time).Round(time.Second).String()
+		}
+		plan := byPod[pod]
+		for _, c := range pod.Spec.Containers {
+			p.Containers = append(p.Containers, podContainer(pod, c, plan))
+		}
+		if plan != nil {
+			p.Decision = decisionText(plan, o)
+			p.ResourceDiff = round(plan.Decision.ResourceDiff, 3)
+		}
+		switch a, ok := actions[pod]; {
+		case ok:
+			p.Action = a
+		case !u.Acts:
+			p.Action = "none: " + u.Summary
+		case plan == nil:
+			p.Action = "none"
+		case plan.Outcome == updateplan.LimitRangeConflict:
+			p.Action = "none: the API server would refuse the pod with the recommendation, so it keeps its requests: " + plan.Plan.Why()
+		case plan.Outcome == updateplan.EvictionRequirementsNotMet:
+			p.Action = "none: the VPA's evictionRequirements are not met"
+		default:
+			p.Action = "none: the rule keeps the pod"
+		}
+		out = append(out, p)
+	}
+	return out, u
+}
+
+// act is what the updater does with one candidate, given the group's
+// restriction (updated as the updater updates it), as its loop does.
+func act(ix *snapshot.Index, restr *restriction.Restriction, c *updateplan.Pod, mode vpav1.UpdateMode, inPlace bool, o Options) string {
+	if inPlace {
+		switch restr.CanInPlaceUpdate(c.Pod, mode, true, false) {
+		case restriction.Approved:
+			restr.RecordInPlaceUpdate(c.Pod)
+			return "resize in place to " + describe(c.Requests)
+		case restriction.Deferred:
+			if mode == vpav1.UpdateModeInPlace && restriction.Resizing(c.Pod) {
+				return "patch the pending resize to " + describe(c.Requests)
+			}
+			return "wait: " + groupWhy(restr, c.Pod)
+		case restriction.Infeasible:
+			return "wait: the node cannot fit the resize (Infeasible)"
+		case restriction.Evict:
+			// Falls through to eviction below.
+		}
+	}
+	if !restr.CanEvict(c.Pod) {
+		return "wait: " + groupWhy(restr, c.Pod)
+	}
+	restr.RecordEviction(c.Pod)
+	if pdb := blockingPDB(ix.PDBs, c.Pod); pdb != nil {
+		return fmt.Sprintf("evict, refused by PodDisruptionBudget %s (disruptionsAllowed %d); retried every loop", pdb.Name, pdb.Status.DisruptionsAllowed)
+	}
+	return "evict; the admission controller sets " + describe(c.Requests)
+}
+
+func groupWhy(restr *restriction.Restriction, pod *corev1.Pod) string {
+	g := restr.Group(pod)
+	if g == nil {
+		return "its controller's replica group is left alone (see notes)"
+	}
+	return fmt.Sprintf("no more disruption allowed in its replica group this loop (%d configured, %d running, tolerance %d, %d updated in this loop)",
+		g.Configured, g.Running(), g.EvictionTolerance, g.Evicted+g.InPlaceInitiated)
+}
+
+// blockingPDB returns a PDB selecting the pod that allows no disruption.
+func blockingPDB(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) *policyv1.PodDisruptionBudget {
+	for _, pdb := range pdbs {
+		if pdb.Namespace != pod.Namespace || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		if pdb.Status.DisruptionsAllowed < 1 {
+			return pdb
+		}
+	}
+	return nil
+}
+
+func decisionText(p *updateplan.Pod, o Options) string {
+	d := p.Decision
+	switch d.Reason {
+	case priority.ReasonOutsideRange:
+		return "update: a request is outside the recommended bounds"
+	case priority.ReasonQuickOOM:
+		return "update: a container was OOM-killed soon after it started"
+	case priority.ReasonLongLivedDrift:
+		return fmt.Sprintf("update: running over %s with requests %.0f%% away from the target", o.Priority.PodLifetimeUpdateThreshold, d.ResourceDiff*100)
+	case priority.ReasonNoStartTime:
+		return "keep: within bounds, and the pod has not started"
+	case priority.ReasonTooYoung:
+		return fmt.Sprintf("keep: within bounds, and younger than %s", o.Priority.PodLifetimeUpdateThreshold)
+	case priority.ReasonBelowThreshold:
+		return fmt.Sprintf("keep: within bounds, and the change (%.0f%%) is below %.0f%%", d.ResourceDiff*100, o.Priority.PodUpdateThreshold*100)
+	case priority.ReasonNoChange:
+		return "keep: OOM-killed, but the recommendation equals the requests"
+	}
+	return string(d.Reason)
+}
+
+func podContainer(pod *corev1.Pod, c corev1.Container, plan *updateplan.Pod) PodContainer {
+	pc := PodContainer{Name: c.Name, Requests: quantities(currentRequests(pod, c))}
+	if plan == nil {
+		return pc
+	}
+	for _, in := range plan.Input.Containers {
+		if in.Name != c.Name || !in.HasRecommendation {
+			continue
+		}
+		pc.Target, pc.LowerBound, pc.UpperBound = quantities(in.Target), quantities(in.LowerBound), quantities(in.UpperBound)
+		pc.Capped = plan.CapNotes[c.Name]
+		pc.Position = map[string]string{}
+		for r, t := range in.Target {
+			req, ok := in.Requests[r]
+			lo, hasLo := in.LowerBound[r]
+			hi, hasHi := in.UpperBound[r]
+			switch {
+			case !ok:
+				pc.Position[string(r)] = "no request"
+			case hasLo && req.Cmp(lo) < 0:
+				pc.Position[string(r)] = "below lower bound"
+			case hasHi && req.Cmp(hi) > 0:
+				pc.Position[string(r)] = "above upper bound"
+			case req.Cmp(t) == 0:
+				pc.Position[string(r)] = "at target"
+			default:
+				pc.Position[string(r)] = "within bounds"
+			}
+		}
+	}
+	return pc
+}
+
+// currentRequests are the requests the container runs with, as
+// priority.PodInputFor reads them.
+func currentRequests(pod *corev1.Pod, c corev1.Container) corev1.ResourceList {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == c.Name && s.Resources != nil {
+			return s.Resources.Requests
+		}
+	}
+	return c.Resources.Requests
+}
+
+func describe(requests map[string]corev1.ResourceList) string {
+	names := make([]string, 0, len(requests))
+	for n := range requests {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		l := requests[n]
+		var rs []string
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := l[r]; ok {
+				rs = append(rs, string(r)+"="+q.String())
+			}
+		}
+		parts = append(parts, n+": "+strings.Join(rs, ","))
+	}
+	if len(parts) == 0 {
+		return "the recommendation"
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,135 @@
+// Package updateplan is the updater's decision for the pods of one VPA,
+// without side effects: for each pod, what the updater's rule (pkg/priority)
+// says, whether the VPA's evictionRequirements and the namespace's
+// LimitRanges let the pod be updated, and the requests it would get; and
+// the candidates in the order the updater takes them. The updater acts on
+// the result (through pkg/restriction, its rate limiters and the Eviction
+// API); kubectl-vpa explain shows it.
+package updateplan
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/recommendation"
+)
+
+// Options are the inputs of Evaluate besides the VPA and its pods.
+type Options struct {
+	// Priority holds the updater's thresholds; the VPA's
+	// evictAfterOOMSeconds is applied when PerVPAConfig is set.
+	Priority     priority.Config
+	PerVPAConfig bool
+	// LimitRanges are the namespace's, merged.
+	LimitRanges recommendation.LimitRanges
+	// Now is the loop's time.
+	Now time.Time
+}
+
+// Outcome says what became of one pod.
+type Outcome string
+
+const (
+	// Candidate: the pod is to be updated, as far as restriction, the rate
+	// limits and PDBs allow.
+	Candidate Outcome = "Candidate"
+	// NotCandidate: the rule leaves the pod alone (Decision.Reason says why).
+	NotCandidate Outcome = "NotCandidate"
+	// EvictionRequirementsNotMet: a candidate the VPA's
+	// evictionRequirements leave alone.
+	EvictionRequirementsNotMet Outcome = "EvictionRequirementsNotMet"
+	// LimitRangeConflict: with the recommendation the API server would
+	// refuse the pod, so neither an eviction nor a resize can give it.
+	LimitRangeConflict Outcome = "LimitRangeConflict"
+)
+
+// Pod is the decision for one pod.
+type Pod struct {
+	Pod *corev1.Pod
+	// Recommendation is the VPA's recommendation capped for this pod
+	// (policy, LimitRanges), as the rule saw it.
+	Recommendation vpav1.RecommendedPodResources
+	// CapNotes say, per container, what capped the recommendation for this
+	// pod ("cpu capped to fit Max in container LimitRange", ...).
+	CapNotes map[string][]string
+	// Input and Decision are the rule's input and outcome.
+	Input    priority.PodInput
+	Decision priority.Decision
+	Outcome  Outcome
+	// Plan is the admission-style plan for the pod; set for candidates and
+	// for pods refused by LimitRangeConflict. Plan.Conflict with
+	// PolicyOverridden is a candidate that gets the recommendation capped
+	// to the LimitRanges past the policy.
+	Plan *recommendation.Plan
+	// Observed is the pod's vpaObservedContainers set, nil without the
+	// annotation (every container).
+	Observed map[string]bool
+	// Requests are the requests the update would set, by container.
+	Requests map[string]corev1.ResourceList
+}
+
+// Evaluate decides for every pod of the VPA. It returns the decisions in
+// the order of pods and the candidates, most urgent first (priority.Sort).
+// A VPA without a recommendation has no candidates.
+func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (all []*Pod, candidates []*Pod) {
+	rec := vpa.Status.Recommendation
+	if rec == nil || len(rec.ContainerRecommendations) == 0 {
+		return nil, nil
+	}
+	cfg := priority.ConfigForVPA(o.Priority, vpa, o.PerVPAConfig)
+	var requirements []*vpav1.EvictionRequirement
+	if vpa.Spec.UpdatePolicy != nil {
+		requirements = vpa.Spec.UpdatePolicy.EvictionRequirements
+	}
+	for _, pod := range pods {
+		observedSet, ok := annotations.ObservedContainerSet(pod)
+		var observed []string
+		if ok {
+			observed = make([]string, 0, len(observedSet))
+			for n := range observedSet {
+				observed = append(observed, n)
+			}
+		} else {
+			observedSet = nil
+		}
+		// Plans start from the pod as it was before OpenVPA changed it, as
+		// the admission controller's did, so that a pod already updated
+		// gets the same plan again rather than one scaled from its updated
+		// values.
+		base := recommendation.Baseline(pod)
+		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges)
+		p := &Pod{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
+		p.Input = priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
+		p.Decision = priority.Decide(cfg, p.Input)
+		all = append(all, p)
+		if !p.Decision.Update {
+			p.Outcome = NotCandidate
+			continue
+		}
+		if !priority.MeetsEvictionRequirements(requirements, p.Input.Containers) {
+			p.Outcome = EvictionRequirementsNotMet
+			continue
+		}
+		plan := recommendation.PlanForPod(base, vpa, o.LimitRanges)
+		p.Plan = &plan
+		if plan.Conflict != nil && !plan.PolicyOverridden {
+			p.Outcome = LimitRangeConflict
+			continue
+		}
+		p.Outcome = Candidate
+		p.Requests = map[string]corev1.ResourceList{}
+		for i, r := range plan.Containers {
+			name := pod.Spec.Containers[i].Name
+			if len(r.Requests) > 0 && (observedSet == nil || observedSet[name]) {
+				p.Requests[name] = r.Requests
+			}
+		}
+		candidates = append(candidates, p)
+	}
+	priority.Sort(candidates, func(p *Pod) priority.Decision { return p.Decision })
+	return all, candidates
+}
