@@ -28,6 +28,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
 	"github.com/openvpa/openvpa/pkg/events"
+	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -128,6 +129,14 @@ func Run(ctx context.Context, o *options.Options) error {
 	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-admission-controller")
 	defer stopEvents()
 	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
+	if o.Gates.Enabled(features.CPUStartupBoost) {
+		maxBoost, err := o.MaxCPUBoost()
+		if err != nil {
+			return err
+		}
+		finder.WithStartupBoost()
+		handler.WithStartupBoost(maxBoost)
+	}
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
 
 	var synced atomic.Bool

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/boost"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -42,6 +44,10 @@ type Handler struct {
 	vpas     VPAFinder
 	limits   LimitRangeLister
 	recorder EventRecorder
+	// boost enables the CPU startup boost (feature gate CPUStartupBoost);
+	// maxBoost caps a boosted CPU request when not zero.
+	boost    bool
+	maxBoost resource.Quantity
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -62,6 +68,15 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 // ReasonLimitRange* reasons) and returns it.
 func (h *Handler) WithRecorder(r EventRecorder) *Handler {
 	h.recorder = r
+	return h
+}
+
+// WithStartupBoost makes h raise the CPU of new pods whose VPA has a
+// startupBoost (the CPUStartupBoost feature gate), to at most maxBoost when
+// that is not zero, and returns it.
+func (h *Handler) WithStartupBoost(maxBoost resource.Quantity) *Handler {
+	h.boost = true
+	h.maxBoost = maxBoost
 	return h
 }
 
@@ -151,31 +166,73 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	if err != nil {
 		return Result{}, fmt.Errorf("finding the VPA of pod %s: %w", pod.displayName(), err)
 	}
-	if vpa == nil || !vpav1.GetUpdateMode(vpa).PatchesNewPods() {
+	if vpa == nil {
+		return Result{}, nil
+	}
+	patches := vpav1.GetUpdateMode(vpa).PatchesNewPods()
+	boosting := h.boost && boost.Configured(vpa)
+	if !patches && !boosting {
 		return Result{}, nil
 	}
 	lr, err := h.limits.LimitRanges(pod.Namespace)
 	if err != nil {
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
+	logger := klog.FromContext(ctx)
 	start := len(dst)
-	plan := planFor(pod, vpa, lr, sc)
-	dst, applied, err := appendPatch(dst, pod, vpa, &plan, sc)
+	p := pod.Pod(&sc.pod)
+	var plan recommendation.Plan
+	if patches {
+		plan = recommendation.PlanForPodShared(p, vpa, lr)
+	} else {
+		// Off: the recommendation is not applied, only the boost.
+		plan = recommendation.Plan{Containers: make([]recommendation.ContainerResources, len(p.Spec.Containers))}
+	}
+	var marks map[string]string
+	var warnings []string
+	if boosting {
+		marks, warnings = h.applyBoost(logger, pod, p, vpa, lr, &plan)
+	}
+	dst, applied, err := appendPatch(dst, pod, vpa, &plan, marks, sc)
 	if errors.Is(err, errPatchTooLarge) {
 		return Result{VPA: vpa, Warnings: []string{fmt.Sprintf("VPA %s: the patch would be larger than %d bytes, more than the API server can apply to a pod it can store; not patched", vpa.Name, MaxPatchBytes)}}, nil
 	}
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
-	logger := klog.FromContext(ctx)
 	if l := logger.V(4); l.Enabled() {
 		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
 	}
-	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied}
+	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied, Warnings: warnings}
 	if plan.Conflict != nil {
-		res.Warnings = h.conflict(logger, pod, vpa, &plan)
+		res.Warnings = append(res.Warnings, h.conflict(logger, pod, vpa, &plan)...)
 	}
 	return res, nil
+}
+
+// applyBoost raises the CPU of the containers vpa boosts in plan and returns
+// the boost annotations. A boost the namespace's LimitRanges (or the pod's
+// own resources) would refuse is not applied: the pod is created with its
+// plan unboosted, and a warning says why.
+func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, plan *recommendation.Plan) (map[string]string, []string) {
+	boosted := slices.Clone(plan.Containers)
+	marks, err := boost.Apply(p, vpa, boosted, h.maxBoost)
+	if err != nil {
+		logger.Info("Startup boost not applied", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "err", err.Error())
+		return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied: %v", vpa.Name, err)}
+	}
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	if len(lr.Items) > 0 || p.Spec.Resources != nil {
+		if err := recommendation.Admissible(p, boosted, lr.Items); err != nil {
+			why := strings.ReplaceAll(err.Error(), "\n", "; ")
+			logger.Info("Startup boost not applied: the pod would be refused", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "conflict", why)
+			return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)}
+		}
+	}
+	plan.Containers = boosted
+	return marks, nil
 }
 
 // conflict reports a plan that had to give way to the LimitRanges: a log
@@ -199,7 +256,7 @@ func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.Vertical
 func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
 	sc := &scratch{}
 	plan := planFor(pod, vpa, lr, sc)
-	return appendPatch(dst, pod, vpa, &plan, sc)
+	return appendPatch(dst, pod, vpa, &plan, nil, sc)
 }
 
 // planFor is what vpa's recommendation gives pod, planned by
@@ -275,8 +332,8 @@ var (
 )
 
 // appendPatch appends the patch that gives pod the plan, computed for it
-// from vpa's recommendation.
-func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, sc *scratch) ([]byte, bool, error) {
+// from vpa's recommendation, and sets the extra annotations (in key order).
+func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, extra map[string]string, sc *scratch) ([]byte, bool, error) {
 	start := len(dst)
 	w := patchWriter{buf: dst}
 	tooLarge := func() bool { return len(w.buf)-start+len(sc.updates)+len(sc.path) > MaxPatchBytes }
@@ -315,6 +372,19 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 		sc.patched = append(sc.patched, i)
 		if tooLarge() {
 			return dst, false, errPatchTooLarge
+		}
+	}
+	if len(extra) > 0 {
+		keys := make([]string, 0, len(extra))
+		for k := range extra {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			sc.path = append(sc.path[:0], annotationsPath...)
+			sc.path = append(sc.path, '/')
+			sc.path = appendEscaped(sc.path, k)
+			w.addString(sc.path, []byte(extra[k]))
 		}
 	}
 	if len(sc.patched) > 0 {

@@ -145,6 +145,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		DryRun:                       o.DryRun,
 		PerVPAConfig:                 o.Features.Enabled(features.PerVPAConfig),
 		InPlace:                      o.Features.Enabled(features.InPlace),
+		StartupBoost:                 o.Features.Enabled(features.CPUStartupBoost),
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
 		VPAs:        listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),

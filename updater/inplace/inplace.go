@@ -264,3 +264,50 @@ func Describe(requests map[string]corev1.ResourceList) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// Unboost ends the CPU startup boost of a pod: it resizes the containers
+// given resources (same index as pod.Spec.Containers; empty entries are left
+// alone) through pods/resize, then removes the boost annotations named in
+// boosted and marks the pod updated in place. A container given nothing
+// (its resources before the boost cannot be restored, e.g. it had no CPU
+// request) only loses its annotation.
+func (c Client) Unboost(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, boosted []string) error {
+	type res struct {
+		Requests corev1.ResourceList `json:"requests,omitempty"`
+		Limits   corev1.ResourceList `json:"limits,omitempty"`
+	}
+	type ctr struct {
+		Name      string `json:"name"`
+		Resources res    `json:"resources"`
+	}
+	var containers []ctr
+	for i, r := range resources {
+		if i >= len(pod.Spec.Containers) || (len(r.Requests) == 0 && len(r.Limits) == 0) {
+			continue
+		}
+		containers = append(containers, ctr{Name: pod.Spec.Containers[i].Name, Resources: res{Requests: r.Requests, Limits: r.Limits}})
+	}
+	ann := map[string]any{}
+	if len(containers) > 0 {
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
+		if err != nil {
+			return err
+		}
+		if _, err := c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager}, "resize"); err != nil {
+			return err
+		}
+		ann[annotations.InPlaceUpdated] = "true"
+	}
+	for _, k := range boosted {
+		ann[k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("removing the startup boost annotations: %w", err)
+	}
+	return nil
+}
