@@ -137,6 +137,9 @@ func Run(ctx context.Context, o *options.Options) error {
 		finder.WithStartupBoost()
 		handler.WithStartupBoost(maxBoost)
 	}
+	if o.Gates.Enabled(features.NativeSidecar) {
+		handler.WithNativeSidecars()
+	}
 	server := webhook.NewServer(handler, vpa.NewValidator(o.Gates), metrics, nil)
 
 	var synced atomic.Bool

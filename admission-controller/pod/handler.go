@@ -48,6 +48,8 @@ type Handler struct {
 	// maxBoost caps a boosted CPU request when not zero.
 	boost    bool
 	maxBoost resource.Quantity
+	// sidecars patches native sidecars as containers (NativeSidecar).
+	sidecars bool
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -77,6 +79,14 @@ func (h *Handler) WithRecorder(r EventRecorder) *Handler {
 func (h *Handler) WithStartupBoost(maxBoost resource.Quantity) *Handler {
 	h.boost = true
 	h.maxBoost = maxBoost
+	return h
+}
+
+// WithNativeSidecars makes h patch the native sidecars of pods (init
+// containers with restartPolicy: Always) like their containers (the
+// NativeSidecar feature gate), and returns it.
+func (h *Handler) WithNativeSidecars() *Handler {
+	h.sidecars = true
 	return h
 }
 
@@ -180,6 +190,10 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	}
 	logger := klog.FromContext(ctx)
 	start := len(dst)
+	var lay layout
+	if h.sidecars {
+		pod, lay = withSidecars(pod)
+	}
 	p := pod.Pod(&sc.pod)
 	var plan recommendation.Plan
 	if patches {
@@ -193,7 +207,7 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	if boosting {
 		marks, warnings = h.applyBoost(logger, pod, p, vpa, lr, &plan)
 	}
-	dst, applied, err := appendPatch(dst, pod, vpa, &plan, marks, sc)
+	dst, applied, err := appendPatch(dst, pod, vpa, &plan, marks, lay, sc)
 	if errors.Is(err, errPatchTooLarge) {
 		return Result{VPA: vpa, Warnings: []string{fmt.Sprintf("VPA %s: the patch would be larger than %d bytes, more than the API server can apply to a pod it can store; not patched", vpa.Name, MaxPatchBytes)}}, nil
 	}
@@ -256,7 +270,53 @@ func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.Vertical
 func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
 	sc := &scratch{}
 	plan := planFor(pod, vpa, lr, sc)
-	return appendPatch(dst, pod, vpa, &plan, nil, sc)
+	return appendPatch(dst, pod, vpa, &plan, nil, layout{}, sc)
+}
+
+// layout says where the containers of a Decoded are in the pod: those from
+// index regular on are the native sidecars at init container indexes
+// sidecars. The zero layout has no sidecars.
+type layout struct {
+	regular  int
+	sidecars []int
+}
+
+// withSidecars returns pod with its native sidecars moved from its init
+// containers to the end of its containers, as sidecar.View does, and their
+// layout. A pod without native sidecars is returned as it is.
+func withSidecars(pod *Decoded) (*Decoded, layout) {
+	var idx []int
+	for i := range pod.InitContainers {
+		if rp := pod.InitContainers[i].RestartPolicy; rp != nil && *rp == corev1.ContainerRestartPolicyAlways {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return pod, layout{}
+	}
+	v := *pod
+	v.Containers = make([]Container, 0, len(pod.Containers)+len(idx))
+	v.Containers = append(v.Containers, pod.Containers...)
+	v.InitContainers = make([]Container, 0, len(pod.InitContainers)-len(idx))
+	for i := range pod.InitContainers {
+		if slices.Contains(idx, i) {
+			v.Containers = append(v.Containers, pod.InitContainers[i])
+		} else {
+			v.InitContainers = append(v.InitContainers, pod.InitContainers[i])
+		}
+	}
+	return &v, layout{regular: len(pod.Containers), sidecars: idx}
+}
+
+// appendContainerPath appends the JSON Pointer of container i of a pod with
+// the layout.
+func (l layout) appendContainerPath(b []byte, i int) []byte {
+	if l.sidecars == nil || i < l.regular {
+		b = append(b, "/spec/containers/"...)
+		return strconv.AppendInt(b, int64(i), 10)
+	}
+	b = append(b, "/spec/initContainers/"...)
+	return strconv.AppendInt(b, int64(l.sidecars[i-l.regular]), 10)
 }
 
 // planFor is what vpa's recommendation gives pod, planned by
@@ -333,7 +393,7 @@ var (
 
 // appendPatch appends the patch that gives pod the plan, computed for it
 // from vpa's recommendation, and sets the extra annotations (in key order).
-func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, extra map[string]string, sc *scratch) ([]byte, bool, error) {
+func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, extra map[string]string, lay layout, sc *scratch) ([]byte, bool, error) {
 	start := len(dst)
 	w := patchWriter{buf: dst}
 	tooLarge := func() bool { return len(w.buf)-start+len(sc.updates)+len(sc.path) > MaxPatchBytes }
@@ -351,8 +411,7 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 			continue
 		}
 		c := &pod.Containers[i]
-		sc.path = append(sc.path[:0], "/spec/containers/"...)
-		sc.path = strconv.AppendInt(sc.path, int64(i), 10)
+		sc.path = lay.appendContainerPath(sc.path[:0], i)
 		sc.path = append(sc.path, "/resources"...)
 		if c.Resources.Requests == nil && c.Resources.Limits == nil && len(c.Resources.Claims) == 0 {
 			w.addEmptyObject(sc.path)
@@ -360,8 +419,13 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 		if len(sc.patched) > 0 {
 			sc.updates = append(sc.updates, "; "...)
 		}
-		sc.updates = append(sc.updates, "container "...)
-		sc.updates = strconv.AppendInt(sc.updates, int64(i), 10)
+		if lay.sidecars != nil && i >= lay.regular {
+			sc.updates = append(sc.updates, "init container "...)
+			sc.updates = strconv.AppendInt(sc.updates, int64(lay.sidecars[i-lay.regular]), 10)
+		} else {
+			sc.updates = append(sc.updates, "container "...)
+			sc.updates = strconv.AppendInt(sc.updates, int64(i), 10)
+		}
 		sc.updates = append(sc.updates, ": "...)
 		items := 0
 		for _, n := range r.Notes {

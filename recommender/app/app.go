@@ -168,7 +168,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom)
+	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.FeatureGates.Enabled(features.NativeSidecar))
 	if err != nil {
 		return err
 	}

@@ -146,6 +146,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		PerVPAConfig:                 o.Features.Enabled(features.PerVPAConfig),
 		InPlace:                      o.Features.Enabled(features.InPlace),
 		StartupBoost:                 o.Features.Enabled(features.CPUStartupBoost),
+		NativeSidecars:               o.Features.Enabled(features.NativeSidecar),
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
 		VPAs:        listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),

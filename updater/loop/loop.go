@@ -22,6 +22,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/priority"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
@@ -56,6 +57,9 @@ type Config struct {
 	// StartupBoost enables unboosting pods boosted at creation
 	// (feature gate CPUStartupBoost).
 	StartupBoost bool
+	// NativeSidecars updates native sidecars like containers (feature gate
+	// NativeSidecar): pods are planned on their sidecar.View.
+	NativeSidecars bool
 	// Namespaces filters the VPAs handled.
 	Namespaces namespaces.Filter
 }
@@ -313,9 +317,10 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		// the admission controller's did, so that a pod already updated
 		// gets the same plan again rather than one scaled from its
 		// updated values.
-		base := recommendation.Baseline(pod)
+		view := u.view(pod)
+		base := recommendation.Baseline(view)
 		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, lr)
-		in := priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, now)
+		in := priority.PodInputFor(view, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, now)
 		d := priority.Decide(pcfg, in)
 		if !d.Update {
 			continue
@@ -336,7 +341,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		resources := plan.Containers
 		requests := map[string]corev1.ResourceList{}
 		for i, r := range resources {
-			name := pod.Spec.Containers[i].Name
+			name := view.Spec.Containers[i].Name
 			if len(r.Requests) > 0 && (observedSet == nil || observedSet[name]) {
 				requests[name] = r.Requests
 			}
@@ -437,7 +442,7 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			}
 			// InPlace: patch again so a changed recommendation gets in,
 			// unless the pending resize already asks for it.
-			if sameAsSpec(pod, c.requests) {
+			if sameAsSpec(u.view(pod), c.requests) {
 				continue
 			}
 		}
@@ -483,6 +488,15 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 	return toEvict
 }
 
+// view is the pod the loop plans on: with NativeSidecars, its native
+// sidecars follow its containers (sidecar.View).
+func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
+	if u.cfg.NativeSidecars {
+		return sidecar.View(pod)
+	}
+	return pod
+}
+
 // unboost sets back in place the CPU of the boosted containers whose boost is
 // over (the pod is Ready and the boost's duration has passed), and returns
 // the pods left for the regular updates: those carrying no boost. A pod
@@ -507,7 +521,7 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			logger.V(4).Info("Boosted pod cannot be unboosted yet", "pod", klog.KObj(pod))
 			continue
 		}
-		resources := unboosted(pod, vpa, lr, expired, marks)
+		resources := unboosted(u.view(pod), vpa, lr, expired, marks)
 		if u.cfg.DryRun {
 			u.d.Metrics.DryRunDecisions.WithLabelValues("unboost").Inc()
 			u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonDryRunInPlaceResize, "Dry run: VPA Updater would end the CPU startup boost of this pod in place.")
