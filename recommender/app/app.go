@@ -15,6 +15,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/utils/clock"
@@ -125,6 +127,16 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	var usage input.MetricsSource = input.NewMetricsServer(metrics, o.Namespaces.Filter().WatchNamespace())
+	if o.UseExternalMetrics {
+		ext, err := externalMetrics(ctx, cfg, o)
+		if err != nil {
+			return err
+		}
+		logger.Info("Reading usage from the external metrics API", "cpuMetric", o.ExternalMetricsCPUMetric, "memoryMetric", o.ExternalMetricsMemoryMetric,
+			"containerNameLabel", o.Prometheus.ContainerNameLabel)
+		usage = ext
+	}
 	est, err := estimator.New(o.Estimator, o.EstimatorOptions())
 	if err != nil {
 		return err
@@ -191,7 +203,7 @@ func Run(ctx context.Context, o *options.Options) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk)
+			return lead(lctx, gctx, o, clients, inf, oom, usage, disc, est, prom, loopHealth, clk)
 		})
 	})
 	err = g.Wait()
@@ -203,11 +215,10 @@ func Run(ctx context.Context, o *options.Options) error {
 
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
-	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
+	usage input.MetricsSource, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
 	lh *healthserver.LoopHealth, clk clock.WithTicker) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
-	watchNS := nsFilter.WatchNamespace()
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
 	store := checkpoint.NewStore(clients.VPA)
 	rec := loop.New(loop.Config{
@@ -224,7 +235,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		VPAs:        inf.VPALister,
 		Pods:        inf.PodLister,
 		Resolver:    resolver,
-		Metrics:     input.NewMetricsServer(metrics, watchNS),
+		Metrics:     usage,
 		OOMs:        oom.Drain,
 		Checkpoints: store,
 		Status:      loop.APIStatusWriter{Client: clients.VPA},
@@ -234,6 +245,9 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		OnLoop:      lh.MarkLoop,
 		LimitRanges: inf.LimitRanges,
 	})
+	if ext, ok := usage.(*input.ExternalMetrics); ok {
+		ext.Pods = rec.MetricsQueries
+	}
 	if err := rec.Restore(ctx); err != nil {
 		// Without the saved history the first statuses would regress; retry
 		// on the next start rather than overwrite good checkpoints.
@@ -256,6 +270,32 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		}
 	}
 	return nil
+}
+
+// externalCheckTimeout bounds the start-up check that the external metrics
+// API is served.
+const externalCheckTimeout = 30 * time.Second
+
+// externalMetrics returns the --use-external-metrics source, failing when
+// the API server does not serve the external metrics API.
+func externalMetrics(ctx context.Context, cfg *rest.Config, o *options.Options) (*input.ExternalMetrics, error) {
+	names := map[corev1.ResourceName]string{}
+	if o.ExternalMetricsCPUMetric != "" {
+		names[corev1.ResourceCPU] = o.ExternalMetricsCPUMetric
+	}
+	if o.ExternalMetricsMemoryMetric != "" {
+		names[corev1.ResourceMemory] = o.ExternalMetricsMemoryMetric
+	}
+	ext, err := input.NewExternalMetrics(cfg, input.ExternalOptions{Metrics: names, ContainerNameLabel: o.Prometheus.ContainerNameLabel})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, externalCheckTimeout)
+	defer cancel()
+	if err := ext.Check(cctx); err != nil {
+		return nil, err
+	}
+	return ext, nil
 }
 
 // crdCheckTimeout bounds the readiness probe's discovery request.

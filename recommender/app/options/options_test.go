@@ -63,6 +63,8 @@ func TestValidate(t *testing.T) {
 		"zero workers":              {args: []string{"--update-worker-count=0"}, wantErr: "--update-worker-count"},
 		"unknown estimator":         {args: []string{"--estimator=magic"}, wantErr: "--estimator"},
 		"fine":                      {args: []string{"--vpa-object-namespace=a", "--recommender-interval=5s"}},
+		"external metrics unnamed":  {args: []string{"--use-external-metrics"}, wantErr: "--external-metrics-cpu-metric"},
+		"external metrics":          {args: []string{"--use-external-metrics", "--external-metrics-cpu-metric=cpu_usage"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
