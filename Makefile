@@ -104,19 +104,23 @@ manifests: ## Render deploy/ (kustomize) into _output/openvpa.yaml.
 update: ## Regenerate clients, CRDs and docs.
 	hack/update-codegen.sh
 	hack/update-crds.sh
+	hack/update-chart.sh
 	hack/update-flags-docs.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main and images modules), generated code and CRDs up to date.
+verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs and the Helm chart up to date.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	$(GO) -C $(IMAGE_TOOLS) vet ./...
+	GOWORK=off $(GO) -C hack/tools/helm vet ./...
 	hack/verify-gomod.sh
 	hack/verify-lint.sh
 	hack/verify-lint.sh $(IMAGE_TOOLS)
+	hack/verify-lint.sh hack/tools/helm
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-flags-docs.sh
+	hack/verify-chart.sh
 
 .PHONY: help
 help: ## Show this help.
