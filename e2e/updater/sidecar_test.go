@@ -146,3 +146,53 @@ func TestNativeSidecarIsRecommendedAndPatched(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeSidecarOutsideItsBoundsIsUpdated runs the updater and the
+// admission controller with NativeSidecar on a Deployment whose containers
+// already request their recommendation while its native sidecar is far
+// below its own: the pods are evicted for the sidecar alone and come back
+// with the sidecar's recommendation.
+func TestNativeSidecarOutsideItsBoundsIsUpdated(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	w := framework.Workload{Name: "side", Replicas: 2,
+		Containers: []framework.Container{{Name: "app", Requests: framework.Resources("100m", "100Mi")}}}
+	d := w.Deployment(e.ns)
+	d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: framework.DefaultImage,
+		RestartPolicy: ptr.To(corev1.ContainerRestartPolicyAlways), Resources: corev1.ResourceRequirements{Requests: framework.Resources("10m", "10Mi")}}}
+	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	original := uids(e.c.WaitForPods(t, e.ns, "app=side", 2, framework.PodReady))
+	e.runAdmissionController(t, sidecarGate)
+	v := e.createVPA(t, "side", vpav1.UpdateModeRecreate, "100m", "100Mi")
+	proxy := framework.Resources("200m", "200Mi")
+	v.Status.Recommendation.ContainerRecommendations = append(v.Status.Recommendation.ContainerRecommendations, vpav1.RecommendedContainerResources{
+		ContainerName: "proxy", Target: proxy, LowerBound: framework.Resources("180m", "180Mi"), UpperBound: framework.Resources("220m", "220Mi"), UncappedTarget: proxy,
+	})
+	if _, err := e.vpa.AutoscalingV1().VerticalPodAutoscalers(e.ns).UpdateStatus(ctx, v, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := e.runUpdater(t, sidecarGate)
+	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
+		pods := e.pods(t, "side")
+		fresh := 0
+		for _, pod := range pods {
+			if original[pod.UID] || pod.DeletionTimestamp != nil {
+				continue
+			}
+			got := pod.Spec.InitContainers[0].Resources.Requests
+			if got.Cpu().Cmp(proxy[corev1.ResourceCPU]) != 0 || got.Memory().Cmp(proxy[corev1.ResourceMemory]) != 0 {
+				t.Fatalf("new pod %s has sidecar requests %v, want %v\n%s", pod.Name, got, proxy, p.Log())
+			}
+			fresh++
+		}
+		if fresh < 2 {
+			return false, fmt.Errorf("%d of 2 pods replaced", fresh)
+		}
+		return true, nil
+	})
+	if r := e.eventReasons(t); r["EvictedByVPA"] < 2 {
+		t.Errorf("events %v, want 2 EvictedByVPA", r)
+	}
+}
