@@ -182,15 +182,18 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 	cases := []struct {
 		name     string
 		mode     vpav1.UpdateMode
+		replicas int32
 		boosted  string
 		want     string
 		duration int32
 	}{
-		{name: "initial", mode: vpav1.UpdateModeInitial, boosted: "600m", want: "300m", duration: int32(duration / time.Second)},
-		{name: "off", mode: vpav1.UpdateModeOff, boosted: "200m", want: "100m"},
+		{name: "initial", mode: vpav1.UpdateModeInitial, replicas: 2, boosted: "600m", want: "300m", duration: int32(duration / time.Second)},
+		{name: "off", mode: vpav1.UpdateModeOff, replicas: 2, boosted: "200m", want: "100m"},
+		// Fewer replicas than --min-replicas (2): the boost still ends.
+		{name: "single", mode: vpav1.UpdateModeInitial, replicas: 1, boosted: "600m", want: "300m"},
 	}
 	for _, tc := range cases {
-		e.c.CreateDeployment(t, e.ns, framework.Workload{Name: tc.name, Replicas: 2, ReadyAfter: 8 * time.Second,
+		e.c.CreateDeployment(t, e.ns, framework.Workload{Name: tc.name, Replicas: tc.replicas, ReadyAfter: 8 * time.Second,
 			Containers: []framework.Container{{Name: "app", Requests: framework.Resources("100m", "100Mi")}}})
 		e.createBoostVPA(t, tc.name, tc.mode, framework.Resources("300m", "100Mi"), []string{"app"}, withBoost(factor(2, tc.duration)))
 		e.boostedProbe(t, tc.name, "app")
@@ -203,7 +206,7 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 	// Before the updater runs, every new pod runs boosted and is not Ready yet.
 	originals := map[string]map[string]bool{}
 	for _, tc := range cases {
-		pods := e.c.WaitForPods(t, e.ns, "app="+tc.name, 2, func(p *corev1.Pod) bool {
+		pods := e.c.WaitForPods(t, e.ns, "app="+tc.name, int(tc.replicas), func(p *corev1.Pod) bool {
 			_, marked := p.Annotations[boost.Annotation("app")]
 			return framework.PodRunning(p) && marked
 		})
@@ -249,13 +252,13 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 					}
 				}
 			}
-			if done < 2 {
-				return false, fmt.Errorf("%s: %d of 2 pods unboosted to %s", tc.name, done, tc.want)
+			if done < int(tc.replicas) {
+				return false, fmt.Errorf("%s: %d of %d pods unboosted to %s", tc.name, done, tc.replicas, tc.want)
 			}
 			return true, nil
 		})
 	}
-	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] < 4 {
-		t.Errorf("events %v, want 4 InPlaceResizedByVPA", r)
+	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] < 5 {
+		t.Errorf("events %v, want 5 InPlaceResizedByVPA", r)
 	}
 }
