@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,38 +31,6 @@ import (
 
 	"github.com/openvpa/openvpa/e2e/framework"
 )
-
-// portNames are the ports hack/cluster takes from the environment.
-var portNames = []string{
-	"ETCD_PORT", "ETCD_PEER_PORT", "APISERVER_PORT", "KCM_PORT", "SCHEDULER_PORT", "KWOK_PORT", "METRICS_SERVER_PORT",
-}
-
-// startInstance starts a second control plane with its own state folder and
-// ports, and stops it when the test ends.
-func startInstance(t *testing.T) *framework.Cluster {
-	t.Helper()
-	shared := framework.Start(t) // the repository root, and the binaries built
-	dir := filepath.Join(t.TempDir(), "cluster")
-	env := []string{"CLUSTER_DIR=" + dir, "CLUSTER_NODES=2", "REAL_NODE=false"}
-	for i, p := range framework.FreePorts(t, len(portNames)) {
-		env = append(env, portNames[i]+"="+strconv.Itoa(p))
-	}
-	script := func(name string) *exec.Cmd {
-		cmd := exec.Command(filepath.Join(shared.RepoRoot, "hack", "cluster", name))
-		cmd.Dir = shared.RepoRoot
-		cmd.Env = append(os.Environ(), env...)
-		return cmd
-	}
-	t.Cleanup(func() { _ = script("down.sh").Run() })
-	if out, err := script("up.sh").CombinedOutput(); err != nil {
-		t.Fatalf("starting the second control plane: %v\n%s", err, out)
-	}
-	c, err := framework.Connect(shared.RepoRoot, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 type helm struct {
 	bin, kubeconfig string
@@ -127,7 +94,7 @@ func get(ctx context.Context, c *framework.Cluster, mapper meta.RESTMapper, o *u
 }
 
 func TestChartInstallsAndUninstalls(t *testing.T) {
-	c := startInstance(t)
+	c := framework.StartSecond(t)
 	h := newHelm(t, c)
 	ctx := context.Background()
 	chart := filepath.Join(c.RepoRoot, "deploy", "charts", "vertical-pod-autoscaler")
