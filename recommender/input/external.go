@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -92,7 +93,13 @@ func (e *ExternalMetrics) Check(ctx context.Context) error {
 	return nil
 }
 
+// externalRequestTimeout bounds one request to the external metrics API, so
+// that a slow adapter cannot hold the recommender's loop.
+const externalRequestTimeout = 10 * time.Second
+
 func (e *ExternalMetrics) get(ctx context.Context, absPath string, params map[string]string, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, externalRequestTimeout)
+	defer cancel()
 	req := e.client.Get().AbsPath(absPath).SetHeader("Accept", runtime.ContentTypeJSON)
 	for k, v := range params {
 		req = req.Param(k, v)
