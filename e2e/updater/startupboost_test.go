@@ -262,3 +262,65 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 		t.Errorf("events %v, want 5 InPlaceResizedByVPA", r)
 	}
 }
+
+// TestStartupBoostDurationsPerContainer covers upstream's "CPUStartupBoost
+// with different durations for different containers": a container policy's
+// boost (and its duration) wins over the VPA's, and each container's boost
+// ends on its own time.
+func TestStartupBoostDurationsPerContainer(t *testing.T) {
+	e := setup(t)
+	e.runAdmissionController(t, boostGate)
+	const slowFor = 6 * time.Second
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "pair", Replicas: 2, ReadyAfter: 2 * time.Second,
+		Containers: []framework.Container{
+			{Name: "fast", Requests: framework.Resources("100m", "100Mi")},
+			{Name: "slow", Requests: framework.Resources("100m", "100Mi")},
+		}})
+	e.createBoostVPA(t, "pair", vpav1.UpdateModeInitial, framework.Resources("300m", "100Mi"), []string{"fast", "slow"},
+		withBoost(factor(2, 0)),
+		withPolicy(vpav1.ContainerResourcePolicy{ContainerName: "slow", StartupBoost: factor(3, int32(slowFor/time.Second))}))
+	e.boostedProbe(t, "pair", "slow")
+	if err := e.c.Client.CoreV1().Pods(e.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
+		metav1.ListOptions{LabelSelector: "app=pair"}); err != nil {
+		t.Fatal(err)
+	}
+	pods := e.c.WaitForPods(t, e.ns, "app=pair", 2, func(p *corev1.Pod) bool {
+		_, marked := p.Annotations[boost.Annotation("slow")]
+		return framework.PodRunning(p) && marked
+	})
+	for _, p := range pods {
+		assertCPU(t, "fast boosted request", container(&p, "fast").Resources.Requests, "600m")
+		assertCPU(t, "slow boosted request", container(&p, "slow").Resources.Requests, "900m")
+	}
+	p := e.runUpdater(t, boostGate)
+	// fast's boost ends at Ready, slow's 6 s later: some pod shows one without the other.
+	sawSplit := false
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		done := 0
+		for _, pod := range e.pods(t, "pair") {
+			fast := container(&pod, "fast").Resources.Requests[corev1.ResourceCPU]
+			slow := container(&pod, "slow").Resources.Requests[corev1.ResourceCPU]
+			if fast.Cmp(resource.MustParse("300m")) == 0 && slow.Cmp(resource.MustParse("900m")) == 0 {
+				sawSplit = true
+			}
+			if slow.Cmp(resource.MustParse("300m")) != 0 {
+				continue
+			}
+			for _, c := range pod.Status.Conditions {
+				if c.Type == corev1.PodReady && time.Since(c.LastTransitionTime.Time) < slowFor {
+					t.Fatalf("pod %s: slow unboosted %v after Ready, before its %v\n%s", pod.Name, time.Since(c.LastTransitionTime.Time), slowFor, p.Log())
+				}
+			}
+			if fast.Cmp(resource.MustParse("300m")) == 0 && len(boost.Containers(&pod)) == 0 {
+				done++
+			}
+		}
+		if done < 2 {
+			return false, fmt.Errorf("%d of 2 pods fully unboosted", done)
+		}
+		return true, nil
+	})
+	if !sawSplit {
+		t.Errorf("no pod was seen with fast unboosted and slow still boosted\n%s", p.Log())
+	}
+}
