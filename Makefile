@@ -59,6 +59,7 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e/')
 	$(GO) -C $(IMAGE_TOOLS) test ./...
+	GOWORK=off $(GO) -C hack/tools/helm test ./...
 
 # Not part of test: needs a cluster with room for the pods (CLUSTER_NODES=10 for 1,000) and
 # takes several minutes. KUBECONFIG selects another cluster; flags in SCALE_TEST_FLAGS, e.g.
