@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the main module (unit, integration and e2e), of hack/tools/images and of
 # hack/tools/helm. The e2e packages need the local control plane, so it is brought up first (built
-# on a fresh machine, reused when running); if it cannot start, the run fails here and says why instead of letting
-# e2e tests skip.
+# on a fresh machine, reused when running); if it cannot start, the run fails here and says why
+# instead of letting e2e tests skip.
 #
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
