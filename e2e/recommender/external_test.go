@@ -33,7 +33,7 @@ var apiServices = schema.GroupVersionResource{Group: "apiregistration.k8s.io", V
 const externalAPIService = "v1beta1.external.metrics.k8s.io"
 
 // externalAdapter is a small external metrics adapter: for every pod of its
-// namespace it serves one series per container and metric, labelled as
+// namespace it serves one series per container (native sidecars included) and metric, labelled as
 // upstream's recommender expects (the pod's labels, pod=<name>,
 // name=<container>), with the value given for the metric, filtered by the
 // request's label selector.
@@ -77,7 +77,13 @@ func (a *externalAdapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	list := externalv1beta1.ExternalMetricValueList{TypeMeta: metav1.TypeMeta{Kind: "ExternalMetricValueList", APIVersion: "external.metrics.k8s.io/v1beta1"}}
 	for _, p := range pods.Items {
-		for _, c := range p.Spec.Containers {
+		containers := p.Spec.Containers
+		for _, c := range p.Spec.InitContainers {
+			if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+				containers = append(containers, c) // native sidecars run, and are measured
+			}
+		}
+		for _, c := range containers {
 			l := labels.Set{"pod": p.Name, "name": c.Name}
 			for k, v := range p.Labels {
 				l[k] = v
@@ -227,4 +233,57 @@ func TestExternalMetricsAPI(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// TestNativeSidecarUsageIsRecorded feeds a native sidecar's usage to the
+// recommender (through the external metrics API, since KWOK serves no usage
+// for init containers) and checks that with NativeSidecar the sidecar gets
+// a recommendation from it, and that without the gate it gets none while
+// the container does.
+func TestNativeSidecarUsageIsRecorded(t *testing.T) {
+	e := setup(t)
+	removeExternalAPIService(t, e.c)
+	e.serveExternalMetrics(t, map[string]string{"cpu_usage": "250m", "memory_usage": "300Mi"})
+	for _, gate := range []bool{false, true} {
+		name := "plain"
+		args := append([]string{"--vpa-object-namespace=" + e.ns}, externalFlags...)
+		if gate {
+			name = "sidecar"
+			args = append(args, "--feature-gates=NativeSidecar=true")
+		}
+		w := framework.Workload{Name: name, Containers: []framework.Container{{Name: "app", Requests: framework.Resources("100m", "100Mi")}}}
+		d := w.Deployment(e.ns)
+		always := corev1.ContainerRestartPolicyAlways
+		d.Spec.Template.Spec.InitContainers = []corev1.Container{{Name: "proxy", Image: framework.DefaultImage, RestartPolicy: &always}}
+		if _, err := e.c.Client.AppsV1().Deployments(e.ns).Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.c.WaitForPods(t, e.ns, "app="+name, 1, framework.PodRunning)
+		e.createVPA(t, e.ns, name, "apps/v1", "Deployment", name)
+		rec := e.run(t, args...)
+		framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
+			v, err := e.getVPA(e.ns, name)
+			if err != nil {
+				return false, err
+			}
+			app, proxy := recommendation(v, "app"), recommendation(v, "proxy")
+			if app == nil {
+				return false, fmt.Errorf("no recommendation for app yet")
+			}
+			if !gate {
+				if proxy != nil {
+					t.Fatalf("without NativeSidecar the sidecar got a recommendation: %+v\n%s", proxy, rec.Log())
+				}
+				return true, nil
+			}
+			if proxy == nil {
+				return false, fmt.Errorf("no recommendation for the sidecar yet")
+			}
+			if cpu := proxy.Target[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("250m")) < 0 || cpu.Cmp(resource.MustParse("320m")) > 0 {
+				return false, fmt.Errorf("sidecar cpu target %s, want about 297m from its 250m", cpu.String())
+			}
+			return true, nil
+		})
+		rec.Stop(t)
+	}
 }
