@@ -64,6 +64,7 @@ test: ## Run every test: unit, integration and e2e (starts the local control pla
 test-unit: ## Run the unit tests only (no control plane).
 	$(GO) test $$($(GO) list ./... | grep -v '/e2e/')
 	$(GO) -C $(IMAGE_TOOLS) test ./...
+	GOWORK=off $(GO) -C hack/tools/helm test ./...
 
 # Not part of test: needs a cluster with room for the pods (CLUSTER_NODES=10 for 1,000) and
 # takes several minutes. KUBECONFIG selects another cluster; flags in SCALE_TEST_FLAGS, e.g.
@@ -109,19 +110,23 @@ manifests: ## Render deploy/ (kustomize) into _output/openvpa.yaml.
 update: ## Regenerate clients, CRDs and docs.
 	hack/update-codegen.sh
 	hack/update-crds.sh
+	hack/update-chart.sh
 	hack/update-flags-docs.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main and images modules), generated code and CRDs up to date.
+verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs and the Helm chart up to date.
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	$(GO) -C $(IMAGE_TOOLS) vet ./...
+	GOWORK=off $(GO) -C hack/tools/helm vet ./...
 	hack/verify-gomod.sh
 	hack/verify-lint.sh
 	hack/verify-lint.sh $(IMAGE_TOOLS)
+	hack/verify-lint.sh hack/tools/helm
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-flags-docs.sh
+	hack/verify-chart.sh
 
 .PHONY: help
 help: ## Show this help.

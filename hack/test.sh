@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Runs every test of the main module (unit, integration and e2e) and of hack/tools/images. The
-# e2e packages need the local control plane, so it is brought up first (built on a fresh machine,
-# reused when running); if it cannot start, the run fails here and says why instead of letting
-# e2e tests skip.
+# Runs every test of the main module (unit, integration and e2e), of hack/tools/images and of
+# hack/tools/helm. The e2e packages need the local control plane, so it is brought up first (built
+# on a fresh machine, reused when running); if it cannot start, the run fails here and says why
+# instead of letting e2e tests skip.
 #
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
@@ -17,6 +17,8 @@ cd "${REPO_ROOT}"
 # need no cluster.
 echo "==> go test in hack/tools/images (image tarballs, pause, memhog)"
 go -C hack/tools/images test -count=1 ./...
+echo "==> go test in hack/tools/helm (the chart against deploy/)"
+GOWORK=off go -C hack/tools/helm test -count=1 ./...
 
 echo "==> local control plane (hack/cluster/up.sh)"
 if ! hack/cluster/up.sh; then

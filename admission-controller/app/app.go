@@ -29,6 +29,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/webhook"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/events"
+	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
@@ -147,6 +148,17 @@ func Run(ctx context.Context, o *options.Options) error {
 	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-admission-controller")
 	defer stopEvents()
 	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
+	if o.Gates.Enabled(features.CPUStartupBoost) {
+		maxBoost, err := o.MaxCPUBoost()
+		if err != nil {
+			return err
+		}
+		finder.WithStartupBoost()
+		handler.WithStartupBoost(maxBoost)
+	}
+	if o.Gates.Enabled(features.NativeSidecar) {
+		handler.WithNativeSidecars()
+	}
 	hpas, err := hpa.NewCache(restConfig, filter.WatchNamespace())
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func checkAgreement(t *testing.T, raw []byte) {
 	vpa := testVPA(rec("a", rl("1", "600Mi")), rec("b", rl("10m", "10Mi")), rec("i", rl("3", "")))
 	for _, lr := range agreementRanges {
 		plan := recommendation.PlanForPodShared(full, vpa, lr)
-		want, wantApplied, werr := appendPatch(nil, decodedFrom(full), vpa, &plan, &scratch{})
+		want, wantApplied, werr := appendPatch(nil, decodedFrom(full), vpa, &plan, nil, layout{}, &scratch{})
 		if errors.Is(werr, errPatchTooLarge) {
 			want, wantApplied, werr = nil, false, nil
 		}

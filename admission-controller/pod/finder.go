@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/boost"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -44,12 +45,14 @@ type ControllerResolver interface {
 // Finder implements VPAFinder over a VPA informer indexed by TargetRefIndex:
 // the pod's topmost controller selects the candidate VPAs by targetRef, and
 // the VPA whose selector matches the pod wins, the stronger one
-// (target.Stronger) among several; VPAs in mode Off are skipped
-// (target.AdmissionChoice).
+// (target.Stronger) among several (target.AdmissionChoice). VPAs in mode Off
+// are skipped, unless they have a startup boost and WithStartupBoost was
+// called.
 type Finder struct {
 	vpas     cache.Indexer
 	resolver ControllerResolver
 	allows   func(namespace string) bool
+	boostOff bool
 
 	// Parsed selectors of targets whose kind is watched (CacheSelectors),
 	// dropped when the target object changes or goes away.
@@ -66,6 +69,14 @@ type targetKey struct{ namespace, kind, name string }
 // NewFinder returns a Finder. allows filters namespaces (nil allows all).
 func NewFinder(vpas cache.Indexer, resolver ControllerResolver, allows func(namespace string) bool) *Finder {
 	return &Finder{vpas: vpas, resolver: resolver, allows: allows, selectors: map[targetKey]labels.Selector{}, watched: map[string]bool{}}
+}
+
+// WithStartupBoost makes the Finder match VPAs in mode Off that have a
+// startup boost, which the admission controller applies in any mode (the
+// CPUStartupBoost feature gate), and returns it.
+func (f *Finder) WithStartupBoost() *Finder {
+	f.boostOff = true
+	return f
 }
 
 // CacheSelectors makes the Finder keep the parsed selectors of targets of
@@ -155,7 +166,13 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *Decoded) (*vpav1.Verti
 	podLabels := labels.Set(pod.Labels)
 	// The rule is shared with the recommender's OverlappingVPA condition,
 	// which names the VPA chosen here.
-	return target.AdmissionChoice(candidates, func(vpa *vpav1.VerticalPodAutoscaler) bool {
+	applies := target.AppliesAtAdmission
+	if f.boostOff {
+		applies = func(vpa *vpav1.VerticalPodAutoscaler) bool {
+			return target.AppliesAtAdmission(vpa) || boost.Configured(vpa)
+		}
+	}
+	return target.AdmissionChoiceWith(candidates, applies, func(vpa *vpav1.VerticalPodAutoscaler) bool {
 		sel, err := f.selector(ctx, vpa)
 		if err != nil {
 			klog.FromContext(ctx).V(3).Info("Skipping a VPA whose target cannot be read", "vpa", klog.KObj(vpa), "err", err.Error())

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/boost"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -42,6 +44,12 @@ type Handler struct {
 	vpas     VPAFinder
 	limits   LimitRangeLister
 	recorder EventRecorder
+	// boost enables the CPU startup boost (feature gate CPUStartupBoost);
+	// maxBoost caps a boosted CPU request when not zero.
+	boost    bool
+	maxBoost resource.Quantity
+	// sidecars patches native sidecars as containers (NativeSidecar).
+	sidecars bool
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -62,6 +70,23 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 // ReasonLimitRange* reasons) and returns it.
 func (h *Handler) WithRecorder(r EventRecorder) *Handler {
 	h.recorder = r
+	return h
+}
+
+// WithStartupBoost makes h raise the CPU of new pods whose VPA has a
+// startupBoost (the CPUStartupBoost feature gate), to at most maxBoost when
+// that is not zero, and returns it.
+func (h *Handler) WithStartupBoost(maxBoost resource.Quantity) *Handler {
+	h.boost = true
+	h.maxBoost = maxBoost
+	return h
+}
+
+// WithNativeSidecars makes h patch the native sidecars of pods (init
+// containers with restartPolicy: Always) like their containers (the
+// NativeSidecar feature gate), and returns it.
+func (h *Handler) WithNativeSidecars() *Handler {
+	h.sidecars = true
 	return h
 }
 
@@ -151,31 +176,77 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	if err != nil {
 		return Result{}, fmt.Errorf("finding the VPA of pod %s: %w", pod.displayName(), err)
 	}
-	if vpa == nil || !vpav1.GetUpdateMode(vpa).PatchesNewPods() {
+	if vpa == nil {
+		return Result{}, nil
+	}
+	patches := vpav1.GetUpdateMode(vpa).PatchesNewPods()
+	boosting := h.boost && boost.Configured(vpa)
+	if !patches && !boosting {
 		return Result{}, nil
 	}
 	lr, err := h.limits.LimitRanges(pod.Namespace)
 	if err != nil {
 		return Result{VPA: vpa}, fmt.Errorf("reading LimitRanges of namespace %s: %w", pod.Namespace, err)
 	}
+	logger := klog.FromContext(ctx)
 	start := len(dst)
-	plan := planFor(pod, vpa, lr, sc)
-	dst, applied, err := appendPatch(dst, pod, vpa, &plan, sc)
+	var lay layout
+	if h.sidecars {
+		pod, lay = withSidecars(pod)
+	}
+	p := pod.Pod(&sc.pod)
+	var plan recommendation.Plan
+	if patches {
+		plan = recommendation.PlanForPodShared(p, vpa, lr)
+	} else {
+		// Off: the recommendation is not applied, only the boost.
+		plan = recommendation.Plan{Containers: make([]recommendation.ContainerResources, len(p.Spec.Containers))}
+	}
+	var marks map[string]string
+	var warnings []string
+	if boosting {
+		marks, warnings = h.applyBoost(logger, pod, p, vpa, lr, &plan)
+	}
+	dst, applied, err := appendPatch(dst, pod, vpa, &plan, marks, lay, sc)
 	if errors.Is(err, errPatchTooLarge) {
 		return Result{VPA: vpa, Warnings: []string{fmt.Sprintf("VPA %s: the patch would be larger than %d bytes, more than the API server can apply to a pod it can store; not patched", vpa.Name, MaxPatchBytes)}}, nil
 	}
 	if err != nil {
 		return Result{VPA: vpa}, err
 	}
-	logger := klog.FromContext(ctx)
 	if l := logger.V(4); l.Enabled() {
 		l.Info("Computed pod patch", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "patch", string(dst[start:]))
 	}
-	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied}
+	res := Result{VPA: vpa, Patch: dst[start:], Applied: applied, Warnings: warnings}
 	if plan.Conflict != nil {
-		res.Warnings = h.conflict(logger, pod, vpa, &plan)
+		res.Warnings = append(res.Warnings, h.conflict(logger, pod, vpa, &plan)...)
 	}
 	return res, nil
+}
+
+// applyBoost raises the CPU of the containers vpa boosts in plan and returns
+// the boost annotations. A boost the namespace's LimitRanges (or the pod's
+// own resources) would refuse is not applied: the pod is created with its
+// plan unboosted, and a warning says why.
+func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, plan *recommendation.Plan) (map[string]string, []string) {
+	boosted := slices.Clone(plan.Containers)
+	marks, err := boost.Apply(p, vpa, boosted, h.maxBoost)
+	if err != nil {
+		logger.Info("Startup boost not applied", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "err", err.Error())
+		return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied: %v", vpa.Name, err)}
+	}
+	if len(marks) == 0 {
+		return nil, nil
+	}
+	if len(lr.Items) > 0 || p.Spec.Resources != nil {
+		if err := recommendation.Admissible(p, boosted, lr.Items); err != nil {
+			why := strings.ReplaceAll(err.Error(), "\n", "; ")
+			logger.Info("Startup boost not applied: the pod would be refused", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "conflict", why)
+			return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)}
+		}
+	}
+	plan.Containers = boosted
+	return marks, nil
 }
 
 // conflict reports a plan that had to give way to the LimitRanges: a log
@@ -199,7 +270,53 @@ func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.Vertical
 func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
 	sc := &scratch{}
 	plan := planFor(pod, vpa, lr, sc)
-	return appendPatch(dst, pod, vpa, &plan, sc)
+	return appendPatch(dst, pod, vpa, &plan, nil, layout{}, sc)
+}
+
+// layout says where the containers of a Decoded are in the pod: those from
+// index regular on are the native sidecars at init container indexes
+// sidecars. The zero layout has no sidecars.
+type layout struct {
+	regular  int
+	sidecars []int
+}
+
+// withSidecars returns pod with its native sidecars moved from its init
+// containers to the end of its containers, as sidecar.View does, and their
+// layout. A pod without native sidecars is returned as it is.
+func withSidecars(pod *Decoded) (*Decoded, layout) {
+	var idx []int
+	for i := range pod.InitContainers {
+		if rp := pod.InitContainers[i].RestartPolicy; rp != nil && *rp == corev1.ContainerRestartPolicyAlways {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return pod, layout{}
+	}
+	v := *pod
+	v.Containers = make([]Container, 0, len(pod.Containers)+len(idx))
+	v.Containers = append(v.Containers, pod.Containers...)
+	v.InitContainers = make([]Container, 0, len(pod.InitContainers)-len(idx))
+	for i := range pod.InitContainers {
+		if slices.Contains(idx, i) {
+			v.Containers = append(v.Containers, pod.InitContainers[i])
+		} else {
+			v.InitContainers = append(v.InitContainers, pod.InitContainers[i])
+		}
+	}
+	return &v, layout{regular: len(pod.Containers), sidecars: idx}
+}
+
+// appendContainerPath appends the JSON Pointer of container i of a pod with
+// the layout.
+func (l layout) appendContainerPath(b []byte, i int) []byte {
+	if l.sidecars == nil || i < l.regular {
+		b = append(b, "/spec/containers/"...)
+		return strconv.AppendInt(b, int64(i), 10)
+	}
+	b = append(b, "/spec/initContainers/"...)
+	return strconv.AppendInt(b, int64(l.sidecars[i-l.regular]), 10)
 }
 
 // planFor is what vpa's recommendation gives pod, planned by
@@ -275,8 +392,8 @@ var (
 )
 
 // appendPatch appends the patch that gives pod the plan, computed for it
-// from vpa's recommendation.
-func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, sc *scratch) ([]byte, bool, error) {
+// from vpa's recommendation, and sets the extra annotations (in key order).
+func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, plan *recommendation.Plan, extra map[string]string, lay layout, sc *scratch) ([]byte, bool, error) {
 	start := len(dst)
 	w := patchWriter{buf: dst}
 	tooLarge := func() bool { return len(w.buf)-start+len(sc.updates)+len(sc.path) > MaxPatchBytes }
@@ -294,8 +411,7 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 			continue
 		}
 		c := &pod.Containers[i]
-		sc.path = append(sc.path[:0], "/spec/containers/"...)
-		sc.path = strconv.AppendInt(sc.path, int64(i), 10)
+		sc.path = lay.appendContainerPath(sc.path[:0], i)
 		sc.path = append(sc.path, "/resources"...)
 		if c.Resources.Requests == nil && c.Resources.Limits == nil && len(c.Resources.Claims) == 0 {
 			w.addEmptyObject(sc.path)
@@ -303,8 +419,13 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 		if len(sc.patched) > 0 {
 			sc.updates = append(sc.updates, "; "...)
 		}
-		sc.updates = append(sc.updates, "container "...)
-		sc.updates = strconv.AppendInt(sc.updates, int64(i), 10)
+		if lay.sidecars != nil && i >= lay.regular {
+			sc.updates = append(sc.updates, "init container "...)
+			sc.updates = strconv.AppendInt(sc.updates, int64(lay.sidecars[i-lay.regular]), 10)
+		} else {
+			sc.updates = append(sc.updates, "container "...)
+			sc.updates = strconv.AppendInt(sc.updates, int64(i), 10)
+		}
 		sc.updates = append(sc.updates, ": "...)
 		items := 0
 		for _, n := range r.Notes {
@@ -315,6 +436,19 @@ func appendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, pla
 		sc.patched = append(sc.patched, i)
 		if tooLarge() {
 			return dst, false, errPatchTooLarge
+		}
+	}
+	if len(extra) > 0 {
+		keys := make([]string, 0, len(extra))
+		for k := range extra {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			sc.path = append(sc.path[:0], annotationsPath...)
+			sc.path = append(sc.path, '/')
+			sc.path = appendEscaped(sc.path, k)
+			w.addString(sc.path, []byte(extra[k]))
 		}
 	}
 	if len(sc.patched) > 0 {

@@ -245,8 +245,8 @@ func lowRequests() []framework.Container {
 // a webhook configuration named after the test namespace, scoped to that
 // namespace and renewing its status Lease there, where the updater reads it.
 // It returns once the admission controller is ready and its webhook is
-// registered.
-func (e *env) runAdmissionController(t *testing.T) *framework.Process {
+// registered. extra are further flags.
+func (e *env) runAdmissionController(t *testing.T, extra ...string) *framework.Process {
 	t.Helper()
 	e.c.ApplyRBAC(t, "admission-controller")
 	port, healthPort := framework.FreePort(t), framework.FreePort(t)
@@ -257,7 +257,7 @@ func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 	p := e.c.RunComponent(t, framework.Component{
 		Name:   "vpa-admission-controller",
 		Binary: e.c.BuildBinary(t, "./admission-controller"),
-		Args: []string{
+		Args: append([]string{
 			"--port=" + strconv.Itoa(port),
 			fmt.Sprintf("--address=127.0.0.1:%d", healthPort),
 			"--register-by-url", "--webhook-address=https://127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
@@ -269,7 +269,7 @@ func (e *env) runAdmissionController(t *testing.T) *framework.Process {
 			"--status-lease-name=" + leaseName,
 			"--status-lease-update-interval=1s",
 			"--v=3",
-		},
+		}, extra...),
 		ServiceAccount: "kube-system/vpa-admission-controller",
 		Env:            []string{"NAMESPACE=kube-system"},
 	})

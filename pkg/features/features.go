@@ -16,12 +16,20 @@ const (
 	// PerVPAConfig enables the per-VPA OOM, memory aggregation and
 	// evictAfterOOMSeconds settings. Off by default, as upstream.
 	PerVPAConfig featuregate.Feature = "PerVPAConfig"
+	// NativeSidecar makes the components treat native sidecars (init
+	// containers with restartPolicy: Always) as containers: recommended,
+	// patched at admission and updated. Upstream's name (AEP-8905) and
+	// default: off, because with it a VPA starts changing the resources of
+	// containers it has always left alone, and every sidecar's request adds
+	// to the pod's; turn it on in all three components together.
+	NativeSidecar featuregate.Feature = "NativeSidecar"
 )
 
 var defaults = map[featuregate.Feature]featuregate.FeatureSpec{
 	CPUStartupBoost: {Default: false, PreRelease: featuregate.Alpha},
 	InPlace:         {Default: true, PreRelease: featuregate.Beta},
 	PerVPAConfig:    {Default: false, PreRelease: featuregate.Alpha},
+	NativeSidecar:   {Default: false, PreRelease: featuregate.Alpha},
 }
 
 // NewGate returns a gate with OpenVPA's features registered at their defaults.

@@ -8,7 +8,7 @@ import (
 
 func TestGateDefaultsAndFlag(t *testing.T) {
 	g := NewGate()
-	if g.Enabled(PerVPAConfig) || g.Enabled(CPUStartupBoost) || !g.Enabled(InPlace) {
+	if g.Enabled(PerVPAConfig) || g.Enabled(CPUStartupBoost) || g.Enabled(NativeSidecar) || !g.Enabled(InPlace) {
 		t.Fatalf("unexpected defaults: PerVPAConfig=%v CPUStartupBoost=%v InPlace=%v", g.Enabled(PerVPAConfig), g.Enabled(CPUStartupBoost), g.Enabled(InPlace))
 	}
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)

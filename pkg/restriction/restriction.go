@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/boost"
 )
 
 const (
@@ -97,6 +98,10 @@ type Options struct {
 	// ResizeStarted returns when the pod's current resize started, if known;
 	// an unknown start counts as now.
 	ResizeStarted func(*corev1.Pod) (time.Time, bool)
+	// KeepBoosted keeps a group with fewer live pods than required when one
+	// of its pods carries a startup boost, so that it can be unboosted; the
+	// group is marked BelowMinReplicas and is not otherwise disrupted.
+	KeepBoosted bool
 }
 
 // wellKnownOwners are the controller kinds pods are grouped by.
@@ -137,7 +142,7 @@ func New(o Options, pods []*corev1.Pod) *Restriction {
 	for key, groupPods := range byGroup {
 		stats := &GroupStats{Live: len(groupPods)}
 		if stats.Live < required {
-			if !r.skipBudget {
+			if !r.skipBudget && !(o.KeepBoosted && anyBoosted(groupPods)) {
 				r.Skipped[key] = fmt.Sprintf("%d live pods, fewer than the %d required", stats.Live, required)
 				continue
 			}
@@ -274,6 +279,26 @@ func (r *Restriction) CanInPlaceUpdate(pod *corev1.Pod, mode vpav1.UpdateMode, h
 		return Approved
 	}
 	return Deferred
+}
+
+// CanUnboost reports whether the pod's startup boost may be ended in place
+// now: it is not pending, not resizing, and its group may lose one more pod
+// to a disruption.
+func (r *Restriction) CanUnboost(pod *corev1.Pod) bool {
+	g := r.Group(pod)
+	if g == nil || pod.Status.Phase == corev1.PodPending || Resizing(pod) {
+		return false
+	}
+	return g.Disruptable()
+}
+
+func anyBoosted(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if len(boost.Containers(p)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // RecordEviction counts an eviction in the pod's group. A pending pod was

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/boost"
 )
 
 type fixedCounter map[string]int
@@ -276,5 +277,47 @@ func TestBelowMinReplicasBlocksEviction(t *testing.T) {
 	}
 	if r.CanEvict(pods[0]) {
 		t.Error("CanEvict = true in a group below minReplicas")
+	}
+}
+
+func TestBoostedGroupBelowMinReplicasIsKeptForUnboosting(t *testing.T) {
+	boosted := func(p *corev1.Pod) { p.Annotations = map[string]string{boost.Annotation("c"): "{}"} }
+	cases := map[string]struct {
+		keep        bool
+		opts        map[int][]podOpt
+		wantGroup   bool
+		wantUnboost bool
+		wantInPlace InPlaceDecision
+	}{
+		"without a boosted pod the group is left out":  {keep: true, opts: nil},
+		"with the gate off the group is left out":      {keep: false, opts: map[int][]podOpt{0: {boosted}}},
+		"a boosted pod keeps the group for unboosting": {keep: true, opts: map[int][]podOpt{0: {boosted}}, wantGroup: true, wantUnboost: true, wantInPlace: Deferred},
+		"a resizing pod is not unboosted":              {keep: true, opts: map[int][]podOpt{0: {boosted, cond(corev1.PodResizeInProgress, "")}}, wantGroup: true},
+		"a pending pod is not unboosted":               {keep: true, opts: map[int][]podOpt{0: {boosted, pending}}, wantGroup: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pods := mkPods("ReplicaSet", "rs", 1, tc.opts)
+			r := New(Options{Config: Config{MinReplicas: 2, EvictionTolerance: 0.5}, VPA: vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil),
+				Counter: fixedCounter{"rs": 1}, Now: now, KeepBoosted: tc.keep}, pods)
+			g := r.Group(pods[0])
+			if (g != nil) != tc.wantGroup {
+				t.Fatalf("group kept = %v, want %v", g != nil, tc.wantGroup)
+			}
+			if got := r.CanUnboost(pods[0]); got != tc.wantUnboost {
+				t.Errorf("CanUnboost = %v, want %v", got, tc.wantUnboost)
+			}
+			if g == nil {
+				return
+			}
+			if r.CanEvict(pods[0]) && pods[0].Status.Phase != corev1.PodPending {
+				t.Error("a group kept only for unboosting may be evicted")
+			}
+			if tc.wantInPlace != "" {
+				if got := r.CanInPlaceUpdate(pods[0], vpav1.UpdateModeInPlaceOrRecreate, true, false); got != tc.wantInPlace {
+					t.Errorf("CanInPlaceUpdate = %v, want %v", got, tc.wantInPlace)
+				}
+			}
+		})
 	}
 }

@@ -18,9 +18,16 @@ func AppliesAtAdmission(vpa *vpav1.VerticalPodAutoscaler) bool {
 // over, and among the rest the Stronger one that matches wins. It returns
 // nil when none does.
 func AdmissionChoice(candidates []*vpav1.VerticalPodAutoscaler, matches func(*vpav1.VerticalPodAutoscaler) bool) *vpav1.VerticalPodAutoscaler {
+	return AdmissionChoiceWith(candidates, AppliesAtAdmission, matches)
+}
+
+// AdmissionChoiceWith is AdmissionChoice with the VPAs considered decided by
+// applies instead of AppliesAtAdmission (with the CPUStartupBoost gate, a VPA
+// in mode Off that boosts applies too).
+func AdmissionChoiceWith(candidates []*vpav1.VerticalPodAutoscaler, applies, matches func(*vpav1.VerticalPodAutoscaler) bool) *vpav1.VerticalPodAutoscaler {
 	var best *vpav1.VerticalPodAutoscaler
 	for _, vpa := range candidates {
-		if vpa == nil || !AppliesAtAdmission(vpa) {
+		if vpa == nil || !applies(vpa) {
 			continue
 		}
 		if best != nil && !Stronger(vpa, best) {

@@ -28,6 +28,10 @@ type Options struct {
 	LimitRanges recommendation.LimitRanges
 	// Now is the loop's time.
 	Now time.Time
+	// View, when set, is the pod the decisions are made on (with native
+	// sidecars, sidecar.View: the sidecars follow the containers); nil
+	// means the pod itself.
+	View func(*corev1.Pod) *corev1.Pod
 }
 
 // Outcome says what became of one pod.
@@ -100,10 +104,14 @@ func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (
 		// the admission controller's did, so that a pod already updated
 		// gets the same plan again rather than one scaled from its updated
 		// values.
-		base := recommendation.Baseline(pod)
+		view := pod
+		if o.View != nil {
+			view = o.View(pod)
+		}
+		base := recommendation.Baseline(view)
 		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges)
 		p := &Pod{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
-		p.Input = priority.PodInputFor(pod, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
+		p.Input = priority.PodInputFor(view, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
 		p.Decision = priority.Decide(cfg, p.Input)
 		all = append(all, p)
 		if !p.Decision.Update {
@@ -123,7 +131,7 @@ func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (
 		p.Outcome = Candidate
 		p.Requests = map[string]corev1.ResourceList{}
 		for i, r := range plan.Containers {
-			name := pod.Spec.Containers[i].Name
+			name := view.Spec.Containers[i].Name
 			if len(r.Requests) > 0 && (observedSet == nil || observedSet[name]) {
 				p.Requests[name] = r.Requests
 			}

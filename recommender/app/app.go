@@ -17,6 +17,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 	"k8s.io/utils/clock"
@@ -130,6 +132,16 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
+	var usage input.MetricsSource = input.NewMetricsServer(metrics, o.Namespaces.Filter().WatchNamespace())
+	if o.UseExternalMetrics {
+		ext, err := externalMetrics(ctx, cfg, o)
+		if err != nil {
+			return err
+		}
+		logger.Info("Reading usage from the external metrics API", "cpuMetric", o.ExternalMetricsCPUMetric, "memoryMetric", o.ExternalMetricsMemoryMetric,
+			"containerNameLabel", o.Prometheus.ContainerNameLabel)
+		usage = ext
+	}
 	est, err := estimator.New(o.Estimator, o.EstimatorOptions())
 	if err != nil {
 		return err
@@ -210,7 +222,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom)
+	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.FeatureGates.Enabled(features.NativeSidecar))
 	if err != nil {
 		return err
 	}
@@ -234,14 +246,14 @@ func Run(ctx context.Context, o *options.Options) error {
 		klog.FromContext(gctx).Info("Informer caches synced")
 		if shardManager != nil {
 			return runSharded(gctx, shardManager, o.LeaderElection.RenewDeadline, func(ctx context.Context) error {
-				return lead(ctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist, shardManager)
+				return lead(ctx, gctx, o, clients, inf, oom, usage, disc, est, prom, loopHealth, clk, hist, shardManager)
 			})
 		}
 		return leaderelection.Run(gctx, election, leaseClient, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
 			// graceful shutdown), not when the lease was lost: another
 			// replica may be writing already.
-			return lead(lctx, gctx, o, clients, inf, oom, metrics, disc, est, prom, loopHealth, clk, hist, nil)
+			return lead(lctx, gctx, o, clients, inf, oom, usage, disc, est, prom, loopHealth, clk, hist, nil)
 		})
 	})
 	err = g.Wait()
@@ -253,11 +265,10 @@ func Run(ctx context.Context, o *options.Options) error {
 
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
-	metrics metricsclient.MetricsV1beta1Interface, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
+	usage input.MetricsSource, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
 	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader, sm *shards.Manager) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
-	watchNS := nsFilter.WatchNamespace()
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
 	var store loop.CheckpointStore = checkpoint.NewStore(clients.VPA)
 	var historySource loop.HistorySource
@@ -286,7 +297,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		VPAs:        inf.VPALister,
 		Pods:        inf.PodLister,
 		Resolver:    resolver,
-		Metrics:     input.NewMetricsServer(metrics, watchNS),
+		Metrics:     usage,
 		OOMs:        oom.Drain,
 		Checkpoints: store,
 		History:     historySource,
@@ -300,6 +311,9 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Controllers: resolver,
 		HPAs:        inf.HPAs.Lookup,
 	})
+	if ext, ok := usage.(*input.ExternalMetrics); ok {
+		ext.Pods = rec.MetricsQueries
+	}
 	if hist != nil {
 		// The first loop's statuses carry the history when it comes in time
 		// (a failed fetch does not hold the loop back: it is retried).
@@ -351,6 +365,32 @@ func runSharded(ctx context.Context, m *shards.Manager, releaseTimeout time.Dura
 // historyStartWait bounds how long the first loop waits for the history of
 // the VPAs that exist at the start (--storage=prometheus).
 const historyStartWait = time.Minute
+
+// externalCheckTimeout bounds the start-up check that the external metrics
+// API is served.
+const externalCheckTimeout = 30 * time.Second
+
+// externalMetrics returns the --use-external-metrics source, failing when
+// the API server does not serve the external metrics API.
+func externalMetrics(ctx context.Context, cfg *rest.Config, o *options.Options) (*input.ExternalMetrics, error) {
+	names := map[corev1.ResourceName]string{}
+	if o.ExternalMetricsCPUMetric != "" {
+		names[corev1.ResourceCPU] = o.ExternalMetricsCPUMetric
+	}
+	if o.ExternalMetricsMemoryMetric != "" {
+		names[corev1.ResourceMemory] = o.ExternalMetricsMemoryMetric
+	}
+	ext, err := input.NewExternalMetrics(cfg, input.ExternalOptions{Metrics: names, ContainerNameLabel: o.Prometheus.ContainerNameLabel})
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, externalCheckTimeout)
+	defer cancel()
+	if err := ext.Check(cctx); err != nil {
+		return nil, err
+	}
+	return ext, nil
+}
 
 // crdCheckTimeout bounds the readiness probe's discovery request.
 const crdCheckTimeout = 5 * time.Second

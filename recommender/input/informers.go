@@ -39,13 +39,19 @@ type Informers struct {
 }
 
 // NewInformers builds the informers scoped to namespace ("" for all). The OOM
-// observer, if not nil, is registered on the pod and event informers.
-func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver) (*Informers, error) {
+// observer, if not nil, is registered on the pod and event informers. With
+// nativeSidecars, pods are cached with their native sidecars as containers
+// (TrimPodWithSidecars).
+func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nativeSidecars bool) (*Informers, error) {
 	in := &Informers{}
+	trim := TrimPod
+	if nativeSidecars {
+		trim = TrimPodWithSidecars
+	}
 	in.Targets = in.set.AddWorkloads(c, namespace).Indexers
 	pods := in.set.Add(c.Core, "pods", namespace, &corev1.Pod{}, PodResync, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
-	}, TrimPod)
+	}, trim)
 	in.PodLister = NewPodLister(pods.GetIndexer())
 	in.VPALister = vpalisters.NewVerticalPodAutoscalerLister(in.set.AddVPAs(c, namespace).GetIndexer())
 	in.LimitRanges = in.set.AddLimitRanges(c, namespace)

@@ -217,3 +217,41 @@ func TestTrimPod(t *testing.T) {
 		t.Errorf("TrimPod of a trimmed pod = %v, %v; want it unchanged", again, err)
 	}
 }
+
+func TestTrimPodWithSidecars(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	mem := func(q string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
+	}
+	in := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always, Resources: mem("64Mi")}},
+			Containers:     []corev1.Container{{Name: "app", Resources: mem("100Mi")}},
+		},
+		Status: corev1.PodStatus{
+			Phase:                 corev1.PodRunning,
+			InitContainerStatuses: []corev1.ContainerStatus{{Name: "setup"}, {Name: "proxy", RestartCount: 3}},
+			ContainerStatuses:     []corev1.ContainerStatus{{Name: "app"}},
+		},
+	}
+	got, err := TrimPodWithSidecars(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.(*Pod)
+	if len(p.InitContainers) != 1 || p.InitContainers[0] != "setup" {
+		t.Errorf("init containers %v, want [setup]: a native sidecar is not an init container here", p.InitContainers)
+	}
+	if len(p.Containers) != 2 || p.Containers[1].Name != "proxy" || p.Containers[1].Memory != 64<<20 ||
+		!p.Containers[1].HasStatus || p.Containers[1].RestartCount != 3 {
+		t.Errorf("containers %+v, want app and proxy with its status", p.Containers)
+	}
+	plain, err := TrimPod(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pp := plain.(*Pod); len(pp.Containers) != 1 || len(pp.InitContainers) != 2 {
+		t.Errorf("TrimPod kept the sidecar: %+v", pp)
+	}
+}

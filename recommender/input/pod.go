@@ -6,6 +6,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -116,6 +117,16 @@ func (p *Pod) SpecPod() *corev1.Pod {
 type Termination struct {
 	Reason     string
 	FinishedAt metav1.Time
+}
+
+// TrimPodWithSidecars is TrimPod for the NativeSidecar feature gate: a
+// pod's native sidecars become containers of the Pod (sidecar.View), so that
+// their usage and OOMs are recorded and they get recommendations.
+func TrimPodWithSidecars(obj any) (any, error) {
+	if p, ok := obj.(*corev1.Pod); ok {
+		return TrimPod(sidecar.View(p))
+	}
+	return TrimPod(obj)
 }
 
 // TrimPod is the pod informer's transform: it turns a *corev1.Pod into a

@@ -164,6 +164,26 @@ type podInfo struct {
 	labels map[string]string
 }
 
+// MetricsQueries returns the pods whose usage the loop reads, each with the
+// selector of a VPA it is under, sorted by pod: what the external metrics
+// source (input.ExternalMetrics) asks for. It is meant to be called by the
+// metrics source while the loop reads usage.
+func (r *Recommender) MetricsQueries() []input.PodQuery {
+	out := make([]input.PodQuery, 0, len(r.pods))
+	for id, info := range r.pods {
+		for _, k := range info.vpas {
+			if st := r.vpas[k]; st != nil && st.tgt != nil {
+				out = append(out, input.PodQuery{Pod: id, Selector: st.tgt.Selector})
+				break
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b input.PodQuery) int {
+		return strings.Compare(a.Pod.String(), b.Pod.String())
+	})
+	return out
+}
+
 // Recommender is the loop. Its methods must not be called concurrently.
 type Recommender struct {
 	cfg  Config

@@ -145,6 +145,8 @@ func Run(ctx context.Context, o *options.Options) error {
 		DryRun:                       o.DryRun,
 		PerVPAConfig:                 o.Features.Enabled(features.PerVPAConfig),
 		InPlace:                      o.Features.Enabled(features.InPlace),
+		StartupBoost:                 o.Features.Enabled(features.CPUStartupBoost),
+		NativeSidecars:               o.Features.Enabled(features.NativeSidecar),
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
 		VPAs:        listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),

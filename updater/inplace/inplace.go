@@ -18,6 +18,7 @@ import (
 
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/sidecar"
 )
 
 // Annotation holds a Record as JSON.
@@ -97,44 +98,37 @@ type Client struct {
 }
 
 // Resize patches pods/resize with the given per-container resources (same
-// index as pod.Spec.Containers; only containers in observed, when observed is
+// index as pod.Spec.Containers, or as the containers of sidecar.View(pod)
+// when there are more; only containers in observed, when observed is
 // non-nil) and then records the attempt on the pod. It returns the requests
 // it asked for. With nothing to change it returns an error.
 func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, observed map[string]bool, now time.Time) (map[string]corev1.ResourceList, error) {
-	type res struct {
-		Requests corev1.ResourceList `json:"requests,omitempty"`
-		Limits   corev1.ResourceList `json:"limits,omitempty"`
-	}
-	type ctr struct {
-		Name      string `json:"name"`
-		Resources res    `json:"resources"`
-	}
-	var containers []ctr
+	rp := newResizePatch(pod, resources)
 	requested := map[string]corev1.ResourceList{}
 	for i, r := range resources {
-		if i >= len(pod.Spec.Containers) || len(r.Requests) == 0 {
+		if len(r.Requests) == 0 {
 			continue
 		}
-		name := pod.Spec.Containers[i].Name
-		if observed != nil && !observed[name] {
+		name, ok := rp.name(i)
+		if !ok || (observed != nil && !observed[name]) {
 			continue
 		}
-		containers = append(containers, ctr{Name: name, Resources: res{Requests: r.Requests, Limits: r.Limits}})
+		rp.add(i, r)
 		requested[name] = r.Requests
 	}
-	if len(containers) == 0 {
+	if rp.empty() {
 		return nil, fmt.Errorf("no resource patches were calculated to apply")
 	}
 	// The resources before the first resize are recorded before it: the
 	// updater plans from them (recommendation.Baseline), and a loop that saw
 	// the resized pod without them would plan from the resized values and
 	// resize again.
-	if orig := originals(pod, requested); orig != "" {
+	if orig := originals(rp.view, requested); orig != "" {
 		if err := c.patchAnnotations(ctx, pod, map[string]string{annotations.OriginalResources: orig}); err != nil {
 			return nil, fmt.Errorf("recording the original resources: %w", err)
 		}
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"containers": containers}})
+	patch, err := rp.marshal()
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +142,62 @@ func (c Client) Resize(ctx context.Context, pod *corev1.Pod, resources []recomme
 		return requested, fmt.Errorf("resized, but recording the resize: %w", err)
 	}
 	return requested, nil
+}
+
+// resizePatch builds the strategic merge patch of a pods/resize request for
+// resources given per container of the pod's sidecar.View: containers go
+// under spec.containers, native sidecars under spec.initContainers.
+type resizePatch struct {
+	pod, view            *corev1.Pod
+	containers, initCtrs []resizeContainer
+}
+
+type resizeContainer struct {
+	Name      string          `json:"name"`
+	Resources resizeResources `json:"resources"`
+}
+
+type resizeResources struct {
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+	Limits   corev1.ResourceList `json:"limits,omitempty"`
+}
+
+func newResizePatch(pod *corev1.Pod, resources []recommendation.ContainerResources) *resizePatch {
+	view := pod
+	if len(resources) > len(pod.Spec.Containers) {
+		view = sidecar.View(pod)
+	}
+	return &resizePatch{pod: pod, view: view}
+}
+
+// name returns the name of container i of the view.
+func (p *resizePatch) name(i int) (string, bool) {
+	if i >= len(p.view.Spec.Containers) {
+		return "", false
+	}
+	return p.view.Spec.Containers[i].Name, true
+}
+
+func (p *resizePatch) add(i int, r recommendation.ContainerResources) {
+	c := resizeContainer{Name: p.view.Spec.Containers[i].Name, Resources: resizeResources{Requests: r.Requests, Limits: r.Limits}}
+	if i < len(p.pod.Spec.Containers) {
+		p.containers = append(p.containers, c)
+	} else {
+		p.initCtrs = append(p.initCtrs, c)
+	}
+}
+
+func (p *resizePatch) empty() bool { return len(p.containers) == 0 && len(p.initCtrs) == 0 }
+
+func (p *resizePatch) marshal() ([]byte, error) {
+	spec := map[string]any{}
+	if len(p.containers) > 0 {
+		spec["containers"] = p.containers
+	}
+	if len(p.initCtrs) > 0 {
+		spec["initContainers"] = p.initCtrs
+	}
+	return json.Marshal(map[string]any{"spec": spec})
 }
 
 // RecordSeen records that the updater first saw the pod's current resize
@@ -263,4 +313,41 @@ func Describe(requests map[string]corev1.ResourceList) string {
 		parts = append(parts, n+": "+strings.Join(rs, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Unboost ends the CPU startup boost of a pod: it resizes the containers
+// given resources (indexed as in Resize; empty entries are left alone) through pods/resize, then removes the boost annotations named in
+// boosted and marks the pod updated in place. A container given nothing
+// (its resources before the boost cannot be restored, e.g. it had no CPU
+// request) only loses its annotation.
+func (c Client) Unboost(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, boosted []string) error {
+	rp := newResizePatch(pod, resources)
+	for i, r := range resources {
+		if _, ok := rp.name(i); ok && (len(r.Requests) > 0 || len(r.Limits) > 0) {
+			rp.add(i, r)
+		}
+	}
+	ann := map[string]any{}
+	if !rp.empty() {
+		patch, err := rp.marshal()
+		if err != nil {
+			return err
+		}
+		if _, err := c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+			metav1.PatchOptions{FieldManager: FieldManager}, "resize"); err != nil {
+			return err
+		}
+		ann[annotations.InPlaceUpdated] = "true"
+	}
+	for _, k := range boosted {
+		ann[k] = nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	if err != nil {
+		return err
+	}
+	if _, err := c.Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return fmt.Errorf("removing the startup boost annotations: %w", err)
+	}
+	return nil
 }

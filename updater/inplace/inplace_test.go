@@ -127,3 +127,75 @@ func cpuOf(r annotations.Resources) string {
 	q := r.Requests[corev1.ResourceCPU]
 	return q.String()
 }
+
+func TestUnboostResizesAndDropsTheAnnotations(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: map[string]string{
+			"vpaCpuStartupBoost/app": `{"requests":{"cpu":"100m"},"limits":{}}`, "vpaCpuStartupBoost/side": "{}", "keep": "me"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: "app", Resources: corev1.ResourceRequirements{Requests: rl("400m")}},
+			{Name: "side", Resources: corev1.ResourceRequirements{Requests: rl("1")}},
+		}},
+	}
+	client := fake.NewClientset(pod)
+	c := Client{Pods: func(ns string) PodPatcher { return client.CoreV1().Pods(ns) }}
+	err := c.Unboost(context.Background(), pod, []recommendation.ContainerResources{{Requests: rl("100m")}, {}},
+		[]string{"vpaCpuStartupBoost/app", "vpaCpuStartupBoost/side"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resized bool
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "resize" {
+			resized = true
+			if want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"100m"}}}]}}`; string(p.GetPatch()) != want {
+				t.Errorf("resize patch %s, want %s", p.GetPatch(), want)
+			}
+		}
+	}
+	if !resized {
+		t.Fatal("no resize was sent")
+	}
+	got, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"vpaCpuStartupBoost/app", "vpaCpuStartupBoost/side"} {
+		if _, ok := got.Annotations[k]; ok {
+			t.Errorf("annotation %s kept", k)
+		}
+	}
+	if got.Annotations["keep"] != "me" || got.Annotations[annotations.InPlaceUpdated] != "true" {
+		t.Errorf("annotations %v", got.Annotations)
+	}
+}
+
+func TestResizeSendsNativeSidecarsUnderInitContainers(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "setup"}, {Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: rl("10m")}}},
+			Containers:     []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: rl("100m")}}},
+		},
+	}
+	client := fake.NewClientset(pod)
+	c := Client{Pods: func(ns string) PodPatcher { return client.CoreV1().Pods(ns) }}
+	got, err := c.Resize(context.Background(), pod, []recommendation.ContainerResources{{Requests: rl("200m")}, {Requests: rl("50m")}}, nil, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("requested %v", got)
+	}
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok && p.GetSubresource() == "resize" {
+			want := `{"spec":{"containers":[{"name":"app","resources":{"requests":{"cpu":"200m"}}}],"initContainers":[{"name":"proxy","resources":{"requests":{"cpu":"50m"}}}]}}`
+			if string(p.GetPatch()) != want {
+				t.Errorf("resize patch %s, want %s", p.GetPatch(), want)
+			}
+			return
+		}
+	}
+	t.Fatal("no resize was sent")
+}

@@ -17,10 +17,12 @@ import (
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/boost"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/priority"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/restriction"
+	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/pkg/updateplan"
 	"github.com/openvpa/openvpa/updater/eviction"
@@ -52,6 +54,12 @@ type Config struct {
 	PerVPAConfig bool
 	// InPlace enables the InPlace mode (feature gate).
 	InPlace bool
+	// StartupBoost enables unboosting pods boosted at creation
+	// (feature gate CPUStartupBoost).
+	StartupBoost bool
+	// NativeSidecars updates native sidecars like containers (feature gate
+	// NativeSidecar): pods are planned on their sidecar.View.
+	NativeSidecars bool
 	// Namespaces filters the VPAs handled.
 	Namespaces namespaces.Filter
 }
@@ -87,6 +95,7 @@ type Resizer interface {
 	Resize(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, observed map[string]bool, now time.Time) (map[string]corev1.ResourceList, error)
 	RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) error
 	MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Time) (inplace.Record, error)
+	Unboost(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, boosted []string) error
 }
 
 // Deps are the loop's collaborators.
@@ -178,7 +187,10 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 	}
 	var targets []*target.Target
 	for _, vpa := range vpas {
-		if !u.cfg.Namespaces.Allows(vpa.Namespace) || !vpav1.GetUpdateMode(vpa).UpdatesRunningPods() {
+		if !u.cfg.Namespaces.Allows(vpa.Namespace) {
+			continue
+		}
+		if !vpav1.GetUpdateMode(vpa).UpdatesRunningPods() && !(u.cfg.StartupBoost && boost.Configured(vpa)) {
 			continue
 		}
 		t, err := u.d.Resolver.Resolve(ctx, vpa)
@@ -259,6 +271,22 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	m := u.d.Metrics
 	m.ControlledPods.WithLabelValues(size, string(mode)).Add(float64(len(pods)))
 
+	step := u.d.Clock.Now()
+	lr := u.d.LimitRanges(vpa.Namespace)
+	boosting := u.cfg.StartupBoost && boost.Configured(vpa)
+	restr := restriction.New(restriction.Options{
+		Config: u.cfg.Restriction, VPA: vpa, Counter: u.d.Counter, Now: now, ResizeStarted: inplace.ResizeStarted,
+		KeepBoosted: boosting,
+	}, pods)
+	for key, why := range restr.Skipped {
+		logger.V(4).Info("Replica group left alone", "group", key, "reason", why)
+	}
+	if boosting {
+		pods = u.unboost(ctx, vpa, size, restr, lr, pods)
+	}
+	if !mode.UpdatesRunningPods() {
+		return
+	}
 	if mode == vpav1.UpdateModeInPlace && !u.cfg.InPlace {
 		logger.Info("InPlace mode needs the InPlace feature gate; skipping")
 		return
@@ -266,17 +294,8 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	if rec := vpa.Status.Recommendation; rec == nil || len(rec.ContainerRecommendations) == 0 {
 		return
 	}
-
-	step := u.d.Clock.Now()
-	lr := u.d.LimitRanges(vpa.Namespace)
-	restr := restriction.New(restriction.Options{
-		Config: u.cfg.Restriction, VPA: vpa, Counter: u.d.Counter, Now: now, ResizeStarted: inplace.ResizeStarted,
-	}, pods)
-	for key, why := range restr.Skipped {
-		logger.V(4).Info("Replica group left alone", "group", key, "reason", why)
-	}
 	all, planned := updateplan.Evaluate(vpa, pods, updateplan.Options{
-		Priority: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now,
+		Priority: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now, View: u.view,
 	})
 	for _, p := range all {
 		switch {
@@ -383,7 +402,7 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			}
 			// InPlace: patch again so a changed recommendation gets in,
 			// unless the pending resize already asks for it.
-			if sameAsSpec(pod, c.requests) {
+			if sameAsSpec(u.view(pod), c.requests) {
 				continue
 			}
 		}
@@ -427,6 +446,106 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 		m.VPAsWithInPlaceUpdated.WithLabelValues(size).Inc()
 	}
 	return toEvict
+}
+
+// view is the pod the loop plans on: with NativeSidecars, its native
+// sidecars follow its containers (sidecar.View).
+func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
+	if u.cfg.NativeSidecars {
+		return sidecar.View(pod)
+	}
+	return pod
+}
+
+// unboost sets back in place the CPU of the boosted containers whose boost is
+// over (the pod is Ready and the boost's duration has passed), and returns
+// the pods left for the regular updates: those carrying no boost. A pod
+// still boosted, or unboosted now, is left alone until a later loop.
+func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *restriction.Restriction, lr recommendation.LimitRanges, pods []*corev1.Pod) []*corev1.Pod {
+	logger := klog.FromContext(ctx)
+	m := u.d.Metrics
+	now := u.d.Clock.Now()
+	rest := pods[:0:0]
+	for _, pod := range pods {
+		marks := boost.Containers(pod)
+		if len(marks) == 0 {
+			rest = append(rest, pod)
+			continue
+		}
+		expired, remaining := boost.Expired(pod, vpa, now)
+		if len(expired) == 0 {
+			logger.V(4).Info("Pod still boosted", "pod", klog.KObj(pod), "remaining", remaining)
+			continue
+		}
+		if !restr.CanUnboost(pod) {
+			logger.V(4).Info("Boosted pod cannot be unboosted yet", "pod", klog.KObj(pod))
+			continue
+		}
+		resources := unboosted(u.view(pod), vpa, lr, expired, marks)
+		if u.cfg.DryRun {
+			u.d.Metrics.DryRunDecisions.WithLabelValues("unboost").Inc()
+			u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonDryRunInPlaceResize, "Dry run: VPA Updater would end the CPU startup boost of this pod in place.")
+			restr.RecordInPlaceUpdate(pod)
+			continue
+		}
+		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
+			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			break
+		}
+		keys := make([]string, len(expired))
+		for i, name := range expired {
+			keys[i] = boost.Annotation(name)
+		}
+		if err := u.d.Resizer.Unboost(ctx, pod, resources, keys); err != nil {
+			m.FailedInPlaceUpdates.WithLabelValues(size, "UnboostError", vpa.Name, vpa.Namespace).Inc()
+			logger.Error(err, "Ending the startup boost of pod", "pod", klog.KObj(pod))
+			continue
+		}
+		logger.Info("Ended the startup boost in place", "pod", klog.KObj(pod), "containers", expired)
+		u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonInPlaceResized, "Pod was resized in place by VPA Updater.")
+		restr.RecordInPlaceUpdate(pod)
+		m.InPlaceUpdatedPods.WithLabelValues(size, vpa.Name, vpa.Namespace).Inc()
+	}
+	return rest
+}
+
+// unboosted returns, per container of pod (same index), what an expired
+// boost gives way to: the VPA's recommendation as the admission controller
+// would apply it, unless the VPA is Off or has none for the container, and
+// then the resources recorded before the boost.
+func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, expired []string, marks map[string]string) []recommendation.ContainerResources {
+	out := make([]recommendation.ContainerResources, len(pod.Spec.Containers))
+	var plan recommendation.Plan
+	if vpav1.GetUpdateMode(vpa).PatchesNewPods() {
+		plan = recommendation.PlanForPod(recommendation.Baseline(pod), vpa, lr)
+	}
+	for _, name := range expired {
+		for i := range pod.Spec.Containers {
+			if pod.Spec.Containers[i].Name != name {
+				continue
+			}
+			if i < len(plan.Containers) {
+				if _, ok := plan.Containers[i].Requests[corev1.ResourceCPU]; ok {
+					out[i] = plan.Containers[i]
+					break
+				}
+			}
+			orig, err := boost.Decode(marks[name])
+			if err != nil {
+				break
+			}
+			r := recommendation.ContainerResources{}
+			if q, ok := orig.Requests[corev1.ResourceCPU]; ok {
+				r.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+				if l, ok := orig.Limits[corev1.ResourceCPU]; ok {
+					r.Limits = corev1.ResourceList{corev1.ResourceCPU: l}
+				}
+			}
+			out[i] = r
+			break
+		}
+	}
+	return out
 }
 
 func (u *Updater) dryRun(vpa *vpav1.VerticalPodAutoscaler, c candidate, action, reason string) {

@@ -180,15 +180,25 @@ func (o *Options) Validate() []error {
 	if _, err := o.Labels(); err != nil {
 		errs = append(errs, err)
 	}
-	if o.MaxAllowedCPUBoost != "" {
-		if _, err := resource.ParseQuantity(o.MaxAllowedCPUBoost); err != nil {
-			errs = append(errs, fmt.Errorf("--max-allowed-cpu-boost: %w", err))
-		}
+	if _, err := o.MaxCPUBoost(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.StatusLeaseUpdateInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--status-lease-update-interval must be positive, got %v", o.StatusLeaseUpdateInterval))
 	}
 	return errs
+}
+
+// MaxCPUBoost parses --max-allowed-cpu-boost; zero when unset (no cap).
+func (o *Options) MaxCPUBoost() (resource.Quantity, error) {
+	if o.MaxAllowedCPUBoost == "" {
+		return resource.Quantity{}, nil
+	}
+	q, err := resource.ParseQuantity(o.MaxAllowedCPUBoost)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("--max-allowed-cpu-boost: %w", err)
+	}
+	return q, nil
 }
 
 // Labels parses --webhook-labels.

@@ -249,8 +249,8 @@ func (o *Options) Validate() error {
 	default:
 		add(fmt.Errorf("--storage must be %q or %q, got %q", StorageCheckpoint, StoragePrometheus, o.Storage))
 	}
-	if o.UseExternalMetrics {
-		add(errors.New("--use-external-metrics: the external metrics source is not available in this build; metrics-server is used"))
+	if o.UseExternalMetrics && o.ExternalMetricsCPUMetric == "" && o.ExternalMetricsMemoryMetric == "" {
+		add(errors.New("--use-external-metrics needs --external-metrics-cpu-metric or --external-metrics-memory-metric"))
 	}
 	if _, err := estimator.New(o.Estimator, o.Estimators); err != nil {
 		add(fmt.Errorf("--estimator: %w", err))

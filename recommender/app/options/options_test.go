@@ -77,6 +77,8 @@ func TestValidate(t *testing.T) {
 		"shards with bad timings":     {args: []string{"--shards=8", "--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline"},
 		"bad adaptive arms": {args: []string{"--estimator=adaptive", "--adaptive-memory-horizons=24h,-1h"},
 			wantErr: "adaptive memory horizon must be > 0"},
+		"external metrics unnamed": {args: []string{"--use-external-metrics"}, wantErr: "--external-metrics-cpu-metric"},
+		"external metrics":         {args: []string{"--use-external-metrics", "--external-metrics-cpu-metric=cpu_usage"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

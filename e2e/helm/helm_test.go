@@ -1,0 +1,182 @@
+// Package helm installs the Helm chart deploy/charts/vertical-pod-autoscaler
+// with helm (pinned in hack/tools/helm, run through hack/helm.sh) into a
+// control plane of its own (a second instance of the local cluster, on free
+// ports), so that the chart goes into kube-system with its default names and
+// CRDs as a user installs it, without touching the shared cluster other
+// packages test against. The components' pods run on KWOK nodes, where they
+// are fake: the test checks what the chart does (every object created, the
+// Deployments available, the webhook configured with the chart's CA) and that
+// `helm uninstall` removes every object it created.
+package helm
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/openvpa/openvpa/e2e/framework"
+)
+
+type helm struct {
+	bin, kubeconfig string
+}
+
+func newHelm(t *testing.T, c *framework.Cluster) helm {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(c.RepoRoot, "hack", "helm.sh"))
+	cmd.Env = append(os.Environ(), "HELM_PATH_ONLY=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("building helm: %v\n%s", err, stderr.String())
+	}
+	return helm{bin: strings.TrimSpace(string(out)), kubeconfig: c.KubeconfigPath}
+}
+
+func (h helm) run(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+// manifestObjects parses `helm get manifest` output.
+func manifestObjects(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	var out []*unstructured.Unstructured
+	for _, doc := range strings.Split("\n"+manifest, "\n---") {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m) == 0 {
+			continue
+		}
+		out = append(out, &unstructured.Unstructured{Object: m})
+	}
+	return out
+}
+
+// get reads an object of the manifest from the cluster.
+func get(ctx context.Context, c *framework.Cluster, mapper meta.RESTMapper, o *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := o.GroupVersionKind()
+	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Dynamic.Resource(m.Resource).Namespace(o.GetNamespace()).Get(ctx, o.GetName(), metav1.GetOptions{})
+	}
+	return c.Dynamic.Resource(m.Resource).Get(ctx, o.GetName(), metav1.GetOptions{})
+}
+
+func TestChartInstallsAndUninstalls(t *testing.T) {
+	c := framework.StartSecond(t)
+	h := newHelm(t, c)
+	ctx := context.Background()
+	chart := filepath.Join(c.RepoRoot, "deploy", "charts", "vertical-pod-autoscaler")
+
+	// The webhook leaves kube-system alone, where the components' own (fake) pods start: nothing
+	// answers it on KWOK.
+	h.run(t, "install", "vpa", chart, "--namespace", "kube-system", "--wait", "--timeout", "3m",
+		"--set", "crds.keep=false",
+		"--set-json", `admissionController.webhook.namespaceSelector={"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]}]}`)
+	objs := manifestObjects(t, h.run(t, "get", "manifest", "vpa", "--namespace", "kube-system"))
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if _, err := get(ctx, c, mapper, o); err != nil {
+			t.Errorf("%s %s/%s from the release: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	want := map[string]int{"CustomResourceDefinition": 2, "ServiceAccount": 3, "Deployment": 3, "Service": 1,
+		"PodDisruptionBudget": 3, "Secret": 1, "MutatingWebhookConfiguration": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("the release has %d %s, want %d (all: %v)", kinds[k], k, n, kinds)
+		}
+	}
+	if kinds["ClusterRole"] == 0 || kinds["ClusterRoleBinding"] == 0 || kinds["Role"] == 0 || kinds["RoleBinding"] == 0 {
+		t.Errorf("the release lacks RBAC: %v", kinds)
+	}
+
+	// Deployments available on the KWOK nodes.
+	for _, name := range []string{"vpa-recommender", "vpa-updater", "vpa-admission-controller"} {
+		d, err := c.Client.AppsV1().Deployments("kube-system").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status.AvailableReplicas != *d.Spec.Replicas {
+			t.Errorf("deployment %s: %d of %d replicas available", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
+		}
+	}
+	// The webhook configuration trusts the CA of the certificate the admission controller serves.
+	secret, err := c.Client.CoreV1().Secrets("kube-system").Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"caCert.pem", "serverCert.pem", "serverKey.pem"} {
+		if len(secret.Data[k]) == 0 {
+			t.Errorf("secret vpa-tls-certs has no %s", k)
+		}
+	}
+	wh, err := c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "vpa-webhook-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := wh.Webhooks[0]
+	if !bytes.Equal(hook.ClientConfig.CABundle, secret.Data["caCert.pem"]) {
+		t.Errorf("webhook caBundle %q is not the secret's CA", base64.StdEncoding.EncodeToString(hook.ClientConfig.CABundle))
+	}
+	if s := hook.ClientConfig.Service; s == nil || s.Namespace != "kube-system" || s.Name != "vpa-webhook" {
+		t.Errorf("webhook service %+v, want kube-system/vpa-webhook", hook.ClientConfig.Service)
+	}
+	// An upgrade keeps the certificate (the chart reads it back).
+	h.run(t, "upgrade", "vpa", chart, "--namespace", "kube-system", "--reuse-values", "--wait", "--timeout", "3m")
+	again, err := c.Client.CoreV1().Secrets("kube-system").Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(again.Data["caCert.pem"], secret.Data["caCert.pem"]) {
+		t.Error("helm upgrade replaced the webhook's CA")
+	}
+
+	h.run(t, "uninstall", "vpa", "--namespace", "kube-system", "--wait", "--timeout", "3m")
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		for _, o := range objs {
+			_, err := get(ctx, c, mapper, o)
+			if err == nil {
+				return false, fmt.Errorf("%s %s/%s still exists", o.GetKind(), o.GetNamespace(), o.GetName())
+			}
+			if !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+}

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs helm, pinned in hack/tools/helm/go.mod and built once into the cache
+# (${OPENVPA_CACHE:-~/.cache/openvpa}/helm-<version>-<go version>/helm).
+#
+#   hack/helm.sh lint deploy/charts/vertical-pod-autoscaler
+#   HELM_PATH_ONLY=1 hack/helm.sh   # build if needed and print the binary's path
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS=${REPO_ROOT}/hack/tools/helm
+VERSION=$(sed -n 's|^require helm.sh/helm/v3 \(v[^ ]*\).*|\1|p; s|^\thelm.sh/helm/v3 \(v[^ ]*\).*|\1|p' "${TOOLS}/go.mod" | head -1)
+[[ -n "${VERSION}" ]] || { echo "hack/tools/helm/go.mod does not pin helm.sh/helm/v3" >&2; exit 1; }
+CACHE=${OPENVPA_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openvpa}/helm-${VERSION}-$(go env GOVERSION)
+BIN=${CACHE}/helm
+if [[ ! -x "${BIN}" ]]; then
+  mkdir -p "${CACHE}"
+  echo "building helm ${VERSION} into ${CACHE} (once)" >&2
+  GOWORK=off GOFLAGS=-mod=readonly go build -C "${TOOLS}" -trimpath -o "${BIN}.tmp.$$" helm.sh/helm/v3/cmd/helm
+  mv -f "${BIN}.tmp.$$" "${BIN}"
+fi
+if [[ -n "${HELM_PATH_ONLY:-}" ]]; then
+  echo "${BIN}"
+  exit 0
+fi
+exec "${BIN}" "$@"

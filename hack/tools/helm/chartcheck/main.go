@@ -1,0 +1,215 @@
+// Command chartcheck checks that the Helm chart under deploy/charts installs
+// what deploy/ (the kustomization) installs: rendered with the values that
+// configure it as deploy/ is, its ServiceAccounts, RBAC, Deployments,
+// Service, disruption budgets and CRDs equal deploy/'s, object for object
+// (labels aside: the chart adds its own). It renders the chart in process
+// with Helm's engine and reads the kustomization's resource lists itself, so
+// it needs neither a cluster nor kubectl.
+//
+//	go run ./chartcheck -repo ../../.. [-values FILE]
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"sigs.k8s.io/yaml"
+)
+
+// compared are the kinds both must install alike, with the fields compared.
+var compared = map[string][]string{
+	"ServiceAccount":           nil,
+	"ClusterRole":              {"rules", "aggregationRule"},
+	"ClusterRoleBinding":       {"roleRef", "subjects"},
+	"Role":                     {"rules"},
+	"RoleBinding":              {"roleRef", "subjects"},
+	"Deployment":               {"spec"},
+	"Service":                  {"spec"},
+	"PodDisruptionBudget":      {"spec"},
+	"CustomResourceDefinition": {"spec"},
+}
+
+type object map[string]any
+
+func (o object) key() string {
+	meta, _ := o["metadata"].(map[string]any)
+	return fmt.Sprintf("%v %v/%v", o["kind"], meta["namespace"], meta["name"])
+}
+
+func main() {
+	repo := flag.String("repo", ".", "the repository's top folder")
+	values := flag.String("values", "", "values that configure the chart as deploy/ is (default hack/tools/helm/chartcheck/as-deploy.yaml)")
+	namespace := flag.String("namespace", "kube-system", "the namespace deploy/ installs into")
+	flag.Parse()
+	if *values == "" {
+		*values = filepath.Join(*repo, "hack", "tools", "helm", "chartcheck", "as-deploy.yaml")
+	}
+	if err := run(*repo, *values, *namespace); err != nil {
+		fmt.Fprintln(os.Stderr, "chartcheck:", err)
+		os.Exit(1)
+	}
+	fmt.Println("chartcheck: deploy/charts/vertical-pod-autoscaler installs what deploy/ installs")
+}
+
+func run(repo, valuesFile, namespace string) error {
+	chartObjs, err := renderChart(filepath.Join(repo, "deploy", "charts", "vertical-pod-autoscaler"), valuesFile, namespace)
+	if err != nil {
+		return err
+	}
+	deployObjs, err := readKustomization(filepath.Join(repo, "deploy"))
+	if err != nil {
+		return err
+	}
+	return compare(chartObjs, deployObjs)
+}
+
+// renderChart renders the chart as `helm template --namespace` would,
+// without a cluster.
+func renderChart(dir, valuesFile, namespace string) (map[string]object, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	vals, err := chartutil.ReadValuesFile(valuesFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", valuesFile, err)
+	}
+	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "vpa", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	out := map[string]object{}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := addDocuments(out, files[n], n); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readKustomization reads the objects a kustomization lists, following its
+// folders. It refuses anything but plain resource lists (patches,
+// generators...), which it cannot apply: the check would be wrong.
+func readKustomization(dir string) (map[string]object, error) {
+	out := map[string]object{}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		var k map[string]any
+		var raw []byte
+		var err error
+		for _, name := range []string{"kustomization.yaml", "Kustomization"} {
+			if raw, err = os.ReadFile(filepath.Join(dir, name)); err == nil {
+				break
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("no kustomization in %s: %w", dir, err)
+		}
+		if err := yaml.Unmarshal(raw, &k); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		for field := range k {
+			if field != "apiVersion" && field != "kind" && field != "resources" {
+				return fmt.Errorf("%s: the kustomization uses %q, which chartcheck does not apply", dir, field)
+			}
+		}
+		resources, _ := k["resources"].([]any)
+		for _, r := range resources {
+			p := filepath.Join(dir, fmt.Sprint(r))
+			st, err := os.Stat(p)
+			if err != nil {
+				return err
+			}
+			if st.IsDir() {
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if err := addDocuments(out, string(data), p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(dir)
+}
+
+func addDocuments(out map[string]object, text, source string) error {
+	for _, doc := range strings.Split("\n"+text, "\n---") {
+		var o object
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+		if len(o) == 0 {
+			continue
+		}
+		if _, dup := out[o.key()]; dup {
+			return fmt.Errorf("%s: %s twice", source, o.key())
+		}
+		out[o.key()] = o
+	}
+	return nil
+}
+
+func compare(chartObjs, deployObjs map[string]object) error {
+	var errs []error
+	keys := make([]string, 0, len(deployObjs))
+	for k := range deployObjs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d := deployObjs[k]
+		fields, ok := compared[fmt.Sprint(d["kind"])]
+		if !ok {
+			errs = append(errs, fmt.Errorf("deploy/ has %s, a kind chartcheck does not compare", k))
+			continue
+		}
+		c, ok := chartObjs[k]
+		if !ok {
+			errs = append(errs, fmt.Errorf("the chart does not install %s", k))
+			continue
+		}
+		if c["apiVersion"] != d["apiVersion"] {
+			errs = append(errs, fmt.Errorf("%s: apiVersion %v in the chart, %v in deploy/", k, c["apiVersion"], d["apiVersion"]))
+		}
+		for _, f := range fields {
+			if !reflect.DeepEqual(c[f], d[f]) {
+				cy, _ := yaml.Marshal(c[f])
+				dy, _ := yaml.Marshal(d[f])
+				errs = append(errs, fmt.Errorf("%s: %s differs\nchart:\n%s\ndeploy/:\n%s", k, f, cy, dy))
+			}
+		}
+	}
+	for k, c := range chartObjs {
+		if _, ok := compared[fmt.Sprint(c["kind"])]; ok {
+			if _, inDeploy := deployObjs[k]; !inDeploy {
+				errs = append(errs, fmt.Errorf("the chart installs %s, which deploy/ does not", k))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

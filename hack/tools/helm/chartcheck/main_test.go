@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const repo = "../../../.."
+
+func TestChartInstallsWhatDeployInstalls(t *testing.T) {
+	if err := run(repo, filepath.Join(repo, "hack", "tools", "helm", "chartcheck", "as-deploy.yaml"), "kube-system"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDifferencesAreFound(t *testing.T) {
+	write := func(t *testing.T, text string) string {
+		t.Helper()
+		p := filepath.Join(t.TempDir(), "values.yaml")
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	asDeploy, err := os.ReadFile(filepath.Join(repo, "hack", "tools", "helm", "chartcheck", "as-deploy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		values, namespace, want string
+	}{
+		"another replica count": {values: string(asDeploy) + "recommender:\n  replicas: 3\n", namespace: "kube-system",
+			want: "Deployment kube-system/vpa-recommender: spec differs"},
+		"the chart's own webhook registration": {values: "{}", namespace: "kube-system",
+			want: "Deployment kube-system/vpa-admission-controller: spec differs"},
+		"another namespace": {values: string(asDeploy), namespace: "vpa",
+			want: "the chart does not install ServiceAccount kube-system/vpa-recommender"},
+		"RBAC left out": {values: string(asDeploy) + "rbac:\n  create: false\n", namespace: "kube-system",
+			want: "the chart does not install ClusterRole"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := run(repo, write(t, tc.values), tc.namespace)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("run = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestKustomizationFeaturesItCannotApplyAreRefused(t *testing.T) {
+	dir := t.TempDir()
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [a.yaml]\npatches: []\n"
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readKustomization(dir); err == nil || !strings.Contains(err.Error(), `"patches"`) {
+		t.Errorf("readKustomization = %v, want patches refused", err)
+	}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Checks the Helm chart deploy/charts/vertical-pod-autoscaler: its copies of deploy/crds and
+# deploy/rbac are current (hack/update-chart.sh), `helm lint --strict` is clean, and rendered as
+# deploy/ is configured it installs the same ServiceAccounts, RBAC, Deployments, Service,
+# disruption budgets and CRDs as deploy/ (hack/tools/helm/chartcheck).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CHART=${ROOT}/deploy/charts/vertical-pod-autoscaler
+failed=0
+for part in crds rbac; do
+  if ! diff -r "${ROOT}/deploy/${part}" "${CHART}/files/${part}" -x '*.go' -x Kustomization >/dev/null; then
+    echo "${CHART#"${ROOT}"/}/files/${part} differs from deploy/${part}; run hack/update-chart.sh" >&2
+    failed=1
+  fi
+done
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}"
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.certificates.mode=cert-manager
+(cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartcheck -repo "${ROOT}")
+exit "${failed}"
