@@ -63,7 +63,13 @@ func Main(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return Run(ctx, o)
+	err = Run(ctx, o)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// Stopped (SIGTERM) while starting, e.g. waiting for the caches: a
+		// graceful stop, not a failure.
+		return nil
+	}
+	return err
 }
 
 // limitRanges adapts a reader of the LimitRange cache to pod.LimitRangeReader.

@@ -369,9 +369,12 @@ func dumpText(t *testing.T, repoRoot, url string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dom, err := exec.CommandContext(ctx, chromiumPath, append(chromiumArgs(t), "--dump-dom", url)...).Output()
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, chromiumPath, append(chromiumArgs(t), "--dump-dom", url)...)
+	cmd.Stderr = &stderr
+	dom, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("chromium --dump-dom %s: %v", url, err)
+		t.Fatalf("chromium --dump-dom %s: %v\n%s", url, err, stderr.String())
 	}
 	return textOf(string(dom))
 }
