@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
@@ -19,25 +20,85 @@ func Stronger(a, b *vpav1.VerticalPodAutoscaler) bool {
 	return a.Name < b.Name
 }
 
-// Matcher finds the VPAs of a pod among resolved Targets.
+// Matcher finds the VPAs of a pod among resolved Targets. Targets are
+// indexed by namespace and by one equality requirement of their selector
+// (app=web, or each value of app in (web, api)), so that finding a pod's
+// VPAs costs a lookup per pod label plus the targets whose selectors have no
+// such requirement, instead of every selector of the namespace: with 10,000
+// VPAs in one namespace, a loop over 10,000 pods matched 10^8 selectors.
 type Matcher struct {
-	byNamespace map[string][]*Target
+	byNamespace map[string]*namespaceIndex
 }
 
-// NewMatcher indexes targets by namespace. Entries with a nil VPA or selector
-// are ignored.
+type namespaceIndex struct {
+	// byLabel maps "key\x00value" to the targets indexed under it.
+	byLabel map[string][]*Target
+	// rest are the targets whose selectors have no equality requirement.
+	rest []*Target
+	n    int
+}
+
+func labelKey(k, v string) string { return k + "\x00" + v }
+
+// NewMatcher indexes targets. Entries with a nil VPA or selector are ignored.
 func NewMatcher(targets []*Target) *Matcher {
-	m := &Matcher{byNamespace: map[string][]*Target{}}
+	m := &Matcher{byNamespace: map[string]*namespaceIndex{}}
 	for _, t := range targets {
 		if t == nil || t.VPA == nil || t.Selector == nil {
 			continue
 		}
-		m.byNamespace[t.VPA.Namespace] = append(m.byNamespace[t.VPA.Namespace], t)
-	}
-	for _, ts := range m.byNamespace {
-		sort.Slice(ts, func(i, j int) bool { return Stronger(ts[i].VPA, ts[j].VPA) })
+		ix, ok := m.byNamespace[t.VPA.Namespace]
+		if !ok {
+			ix = &namespaceIndex{byLabel: map[string][]*Target{}}
+			m.byNamespace[t.VPA.Namespace] = ix
+		}
+		ix.n++
+		keys := indexKeys(t.Selector)
+		if len(keys) == 0 {
+			ix.rest = append(ix.rest, t)
+			continue
+		}
+		for _, k := range keys {
+			ix.byLabel[k] = append(ix.byLabel[k], t)
+		}
 	}
 	return m
+}
+
+// indexKeys returns the label keys a selector can be indexed under: the
+// values of its first requirement that a matching pod's label must equal.
+// A pod has one value per key, so it finds a target under at most one key.
+func indexKeys(sel labels.Selector) []string {
+	reqs, selectable := sel.Requirements()
+	if !selectable {
+		return nil
+	}
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			vals := r.Values().List()
+			keys := make([]string, 0, len(vals))
+			for _, v := range vals {
+				keys = append(keys, labelKey(r.Key(), v))
+			}
+			return keys
+		}
+	}
+	return nil
+}
+
+// candidates returns the targets of the namespace that may select a pod
+// with these labels, not yet checked against their selectors.
+func (m *Matcher) candidates(namespace string, podLabels map[string]string) []*Target {
+	ix, ok := m.byNamespace[namespace]
+	if !ok {
+		return nil
+	}
+	out := append([]*Target(nil), ix.rest...)
+	for k, v := range podLabels {
+		out = append(out, ix.byLabel[labelKey(k, v)]...)
+	}
+	return out
 }
 
 // ControllingVPA returns the Target controlling the pod, given the pod's
@@ -49,12 +110,14 @@ func (m *Matcher) ControllingVPA(pod *corev1.Pod, podController *Ref) *Target {
 		return nil
 	}
 	set := labels.Set(pod.Labels)
-	for _, t := range m.byNamespace[pod.Namespace] { // strongest first
-		if t.Ref.Kind == podController.Kind && t.Ref.Name == podController.Name && t.Selector.Matches(set) {
-			return t
+	var best *Target
+	for _, t := range m.candidates(pod.Namespace, pod.Labels) {
+		if t.Ref.Kind == podController.Kind && t.Ref.Name == podController.Name && t.Selector.Matches(set) &&
+			(best == nil || Stronger(t.VPA, best.VPA)) {
+			best = t
 		}
 	}
-	return nil
+	return best
 }
 
 // Selecting returns every Target in a pod's namespace whose selector matches
@@ -62,10 +125,13 @@ func (m *Matcher) ControllingVPA(pod *corev1.Pod, podController *Ref) *Target {
 func (m *Matcher) Selecting(namespace string, podLabels map[string]string) []*Target {
 	var out []*Target
 	set := labels.Set(podLabels)
-	for _, t := range m.byNamespace[namespace] {
+	for _, t := range m.candidates(namespace, podLabels) {
 		if t.Selector.Matches(set) {
 			out = append(out, t)
 		}
+	}
+	if len(out) > 1 {
+		sort.Slice(out, func(i, j int) bool { return Stronger(out[i].VPA, out[j].VPA) })
 	}
 	return out
 }
@@ -73,8 +139,8 @@ func (m *Matcher) Selecting(namespace string, podLabels map[string]string) []*Ta
 // Len returns the number of indexed targets.
 func (m *Matcher) Len() int {
 	n := 0
-	for _, ts := range m.byNamespace {
-		n += len(ts)
+	for _, ix := range m.byNamespace {
+		n += ix.n
 	}
 	return n
 }
