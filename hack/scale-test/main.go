@@ -43,6 +43,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
@@ -156,9 +157,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 
 	if c.reuse {
 		c.keep = true
-		logf("reusing the workloads of namespace %s; deleting its checkpoints", c.namespace)
+		logf("reusing the workloads of namespace %s; deleting its checkpoints and clearing its VPAs' statuses", c.namespace)
 		if err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(c.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
 			return fmt.Errorf("deleting the checkpoints of %s: %w", c.namespace, err)
+		}
+		if err := clearStatuses(ctx, vpas, c.namespace); err != nil {
+			return err
 		}
 	} else {
 		logf("creating namespace %s with %d Deployments of %d pods and a VPA each", c.namespace, c.deployments, c.replicas)
@@ -375,6 +379,40 @@ func createOne(ctx context.Context, kube kubernetes.Interface, vpas versioned.In
 		return fmt.Errorf("creating VPA %s: %w", name, err)
 	}
 	return nil
+}
+
+// clearStatuses removes the status of every VPA of the namespace, so that
+// the time until every VPA has its first status is measured again.
+func clearStatuses(ctx context.Context, vpas versioned.Interface, namespace string) error {
+	l, err := vpas.AutoscalingV1().VerticalPodAutoscalers(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the VPAs of %s: %w", namespace, err)
+	}
+	const workers = 8
+	idx := make(chan int)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range idx {
+				v := &l.Items[i]
+				if v.Status.Recommendation == nil && len(v.Status.Conditions) == 0 {
+					continue
+				}
+				_, err := vpas.AutoscalingV1().VerticalPodAutoscalers(namespace).Patch(ctx, v.Name, types.MergePatchType,
+					[]byte(`{"status":null}`), metav1.PatchOptions{}, "status")
+				if err != nil && errs[w] == nil {
+					errs[w] = fmt.Errorf("clearing the status of VPA %s: %w", v.Name, err)
+				}
+			}
+		})
+	}
+	for i := range l.Items {
+		idx <- i
+	}
+	close(idx)
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // waitFor polls count until it reaches want, logging progress, until ctx ends.
