@@ -256,3 +256,34 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 		t.Errorf("next write at %v (tracked %v), want after %v", next, ok, h.clk.Now())
 	}
 }
+
+// TestCheckpointsWaitForAStatusBacklog: while more status writes of earlier
+// loops are running than there are workers, due checkpoints wait, so that
+// first statuses get the QPS budget; once the backlog drained they are
+// written.
+func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
+	status := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
+	h.rec.deps.Status = status
+	for i := range 12 {
+		name := fmt.Sprintf("web%d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+	}
+	ctx := context.Background()
+	h.rec.RunOnce(ctx) // queues 12 status writes, which wait at the gate
+	for range 3 {
+		h.clk.Step(time.Minute) // every checkpoint is due
+		h.rec.RunOnce(ctx)
+		if n := h.count("patch", "verticalpodautoscalercheckpoints") + h.count("create", "verticalpodautoscalercheckpoints"); n != 0 {
+			t.Fatalf("%d checkpoint writes while 12 status writes were still running", n)
+		}
+	}
+	close(status.open)
+	h.rec.WaitWrites()
+	h.rec.RunOnce(ctx)
+	h.rec.WaitWrites()
+	if n := len(h.checkpoints()); n != 12 {
+		t.Fatalf("%d checkpoints after the status writes drained, want 12", n)
+	}
+}

@@ -205,6 +205,9 @@ type Recommender struct {
 
 	// owned are the shards this replica serves (Deps.Shards).
 	owned map[int]bool
+	// statusBacklog is the number of status writes of earlier loops still
+	// running when this loop began.
+	statusBacklog int
 }
 
 // New returns a Recommender.
@@ -365,6 +368,7 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 	begin := r.deps.Clock.Now()
 	t := begin
 	r.bg.apply()
+	r.statusBacklog = len(r.statusInflight)
 	if r.deps.Shards != nil {
 		r.syncShards(ctx)
 	}
@@ -960,6 +964,17 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		return // --storage=prometheus: history lives in Prometheus
 	}
 	logger := klog.FromContext(ctx)
+	if n := r.statusBacklog; n > r.cfg.Workers {
+		// Statuses first: they are what users and the other components
+		// read, and checkpoints share the client's QPS budget. While more
+		// status writes of earlier loops are still running than the
+		// workers can take at once (a backlog, not a few late writes), due
+		// checkpoints stay due (at 10,000 new VPAs, checkpoints took a
+		// third of the budget and pushed the last first status well past
+		// N / QPS).
+		logger.V(3).Info("Checkpoint writes wait for the status writes still running from earlier loops", "statusWrites", n)
+		return
+	}
 	now := r.deps.Clock.Now()
 	type job struct {
 		vpa string
