@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
@@ -235,4 +236,14 @@ func (c *Cluster) SetUsage(t testing.TB, ns, pod string, u Usage) {
 	if err != nil {
 		t.Fatalf("setting usage of pod %s/%s: %v", ns, pod, err)
 	}
+}
+
+// Condition returns the VPA's condition of type typ, nil when it has none.
+func Condition(v *vpav1.VerticalPodAutoscaler, typ vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == typ {
+			return &v.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -148,15 +148,6 @@ func (e *env) getVPA(t *testing.T, name string) *vpav1.VerticalPodAutoscaler {
 	return v
 }
 
-func condition(v *vpav1.VerticalPodAutoscaler, typ vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
-	for i := range v.Status.Conditions {
-		if v.Status.Conditions[i].Type == typ {
-			return &v.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // expected is the recommendation the gone pods' history gives when fed to the
 // model as samples, for a fetch whose range ends at end: each pod's
 // containers through container states of their own, into one aggregate per
@@ -240,10 +231,10 @@ func TestFirstLoopHasTheBackfilledHistory(t *testing.T) {
 	if err := sameAs(v.Status.Recommendation, gonePods(e.ns), "web", from, to); err != nil {
 		t.Fatalf("first status: %v\nconditions %+v", err, v.Status.Conditions)
 	}
-	if c := condition(v, vpav1.FetchingHistory); c != nil {
+	if c := framework.Condition(v, vpav1.FetchingHistory); c != nil {
 		t.Errorf("FetchingHistory = %+v with the history loaded", c)
 	}
-	if c := condition(v, vpav1.NoPodsMatched); c == nil || c.Status != corev1.ConditionTrue {
+	if c := framework.Condition(v, vpav1.NoPodsMatched); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("NoPodsMatched = %+v, want True: the Deployment has no pods", c)
 	}
 	if n := metric(t, port, `vpa_recommender_history_loads_total{result="success"}`); n != 1 {
@@ -280,7 +271,7 @@ func TestPrometheusDownAtStart(t *testing.T) {
 		if v.Status.Recommendation != nil {
 			t.Fatalf("recommendation %+v written without the history", v.Status.Recommendation)
 		}
-		c = condition(v, vpav1.FetchingHistory)
+		c = framework.Condition(v, vpav1.FetchingHistory)
 		return c != nil && c.Status == corev1.ConditionTrue && c.Reason == "HistoryFetchFailed" && strings.Contains(c.Message, "connection refused"), nil
 	})
 	t.Logf("while Prometheus is down: %s: %s", c.Reason, c.Message)
@@ -301,7 +292,7 @@ func TestPrometheusDownAtStart(t *testing.T) {
 	if err := sameAs(v.Status.Recommendation, gonePods(e.ns), "web", from, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if c := condition(v, vpav1.FetchingHistory); c != nil {
+	if c := framework.Condition(v, vpav1.FetchingHistory); c != nil {
 		t.Errorf("FetchingHistory = %+v after the history was loaded", c)
 	}
 }

@@ -136,15 +136,6 @@ func (e *env) getVPA(t *testing.T, name string) *vpav1.VerticalPodAutoscaler {
 	return v
 }
 
-func condition(v *vpav1.VerticalPodAutoscaler, typ vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
-	for i := range v.Status.Conditions {
-		if v.Status.Conditions[i].Type == typ {
-			return &v.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 // waitFor waits until the VPA satisfies ok, which says why not.
 func (e *env) waitFor(t *testing.T, name string, ok func(*vpav1.VerticalPodAutoscaler) error) *vpav1.VerticalPodAutoscaler {
 	t.Helper()
@@ -432,7 +423,7 @@ func TestOverlappingVPAs(t *testing.T) {
 	}
 	for name, msg := range want {
 		e.waitFor(t, name, func(v *vpav1.VerticalPodAutoscaler) error {
-			c := condition(v, vpav1.OverlappingVPA)
+			c := framework.Condition(v, vpav1.OverlappingVPA)
 			if c == nil || c.Status != corev1.ConditionTrue || c.Message != msg {
 				return fmt.Errorf("OverlappingVPA = %+v, want True %q", c, msg)
 			}
@@ -539,7 +530,7 @@ func TestHPAOnCPU(t *testing.T) {
 
 	e.runRecommender(t)
 	e.waitFor(t, "web", func(v *vpav1.VerticalPodAutoscaler) error {
-		c := condition(v, vpav1.HPAConflict)
+		c := framework.Condition(v, vpav1.HPAConflict)
 		if c == nil || c.Status != corev1.ConditionTrue || !strings.HasPrefix(c.Message, "HorizontalPodAutoscaler web on cpu scales Deployment/web") {
 			return fmt.Errorf("HPAConflict = %+v", c)
 		}
@@ -583,7 +574,7 @@ func TestExplainRestoredCheckpoint(t *testing.T) {
 		if err := hasRecommendation(v); err != nil {
 			return err
 		}
-		if c := condition(v, vpav1.LowConfidence); c != nil {
+		if c := framework.Condition(v, vpav1.LowConfidence); c != nil {
 			return fmt.Errorf("LowConfidence = %+v with three days restored", c)
 		}
 		return nil

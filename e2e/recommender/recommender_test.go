@@ -132,15 +132,6 @@ func (e *env) getVPA(ns, name string) (*vpav1.VerticalPodAutoscaler, error) {
 	return e.vpa.AutoscalingV1().VerticalPodAutoscalers(ns).Get(context.Background(), name, metav1.GetOptions{})
 }
 
-func condition(v *vpav1.VerticalPodAutoscaler, typ vpav1.VerticalPodAutoscalerConditionType) *vpav1.VerticalPodAutoscalerCondition {
-	for i := range v.Status.Conditions {
-		if v.Status.Conditions[i].Type == typ {
-			return &v.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
 func recommendation(v *vpav1.VerticalPodAutoscaler, container string) *vpav1.RecommendedContainerResources {
 	if v.Status.Recommendation == nil {
 		return nil
@@ -191,10 +182,10 @@ func TestSteadyUsageGetsUpstreamTarget(t *testing.T) {
 	// P90 bucket upper edge 0.30539 core → 305m × 1.15 = 350m; memory below
 	// the 250Mi pod minimum.
 	v := e.waitForTarget(t, e.ns, "web", "app", "350m", "250Mi")
-	if c := condition(v, vpav1.RecommendationProvided); c == nil || c.Status != corev1.ConditionTrue {
+	if c := framework.Condition(v, vpav1.RecommendationProvided); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("RecommendationProvided = %+v, want True", c)
 	}
-	if c := condition(v, vpav1.LowConfidence); c == nil || c.Status != corev1.ConditionTrue {
+	if c := framework.Condition(v, vpav1.LowConfidence); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("LowConfidence = %+v, want True with minutes of history", c)
 	}
 	out := e.c.Kubectl(t, "describe", "vpa", "-n", e.ns, "web")
@@ -336,7 +327,7 @@ func TestReplicaSetOfDeploymentIsUnsupported(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		c := condition(v, vpav1.ConfigUnsupported)
+		c := framework.Condition(v, vpav1.ConfigUnsupported)
 		if c == nil || c.Status != corev1.ConditionTrue || c.Message != want {
 			return false, fmt.Errorf("ConfigUnsupported = %+v", c)
 		}
@@ -406,7 +397,7 @@ spec:
 	e.createVPA(t, e.ns, "custom", group+"/v1", "Scaler", "custom")
 	e.run(t, "--vpa-object-namespace="+e.ns)
 	v := e.waitForTarget(t, e.ns, "custom", "app", "350m", "250Mi")
-	if c := condition(v, vpav1.ConfigUnsupported); c != nil {
+	if c := framework.Condition(v, vpav1.ConfigUnsupported); c != nil {
 		t.Errorf("ConfigUnsupported set for a scalable custom resource: %+v", c)
 	}
 }

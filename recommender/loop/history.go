@@ -92,23 +92,12 @@ func (r *Recommender) applyHistory(ctx context.Context) {
 				"namespace", h.Name, "pods", unlabelled)
 		}
 	}
-	asked := map[string]bool{}
-	for _, st := range r.vpas {
-		if !st.historyDone && !asked[st.key.Namespace] {
-			asked[st.key.Namespace] = true
-			r.deps.History.Want(st.key.Namespace)
-		}
-	}
+	r.wantHistory()
 }
 
-// WantHistory loads the VPAs and asks for the history of every namespace
-// that has one, before the first loop, so that the first statuses can carry
-// it. It returns the namespaces asked for.
-func (r *Recommender) WantHistory(ctx context.Context) []string {
-	if r.deps.History == nil {
-		return nil
-	}
-	r.loadVPAs(ctx)
+// wantHistory asks for the history of every namespace with a VPA that waits
+// for it, and returns those namespaces.
+func (r *Recommender) wantHistory() []string {
 	var out []string
 	asked := map[string]bool{}
 	for _, st := range r.vpas {
@@ -119,6 +108,17 @@ func (r *Recommender) WantHistory(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// WantHistory loads the VPAs and asks for the history of every namespace
+// that has one, before the first loop, so that the first statuses can carry
+// it. It returns the namespaces asked for.
+func (r *Recommender) WantHistory(ctx context.Context) []string {
+	if r.deps.History == nil {
+		return nil
+	}
+	r.loadVPAs(ctx)
+	return r.wantHistory()
 }
 
 // feedHistory adds one container's history to a VPA's aggregate.

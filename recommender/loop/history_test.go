@@ -12,6 +12,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input/history"
+	"github.com/openvpa/openvpa/recommender/input/history/historytest"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
@@ -58,21 +59,6 @@ func hourlyHistory(end time.Time, cpuBase, memBase int64) *history.Container {
 	return c
 }
 
-// feed is the reference: the same samples through a container state of the
-// model, followed by the live samples.
-func feed(a *model.AggregateState, c *history.Container, live ...history.Sample) {
-	cs := model.NewContainerState(a)
-	for _, s := range c.CPU {
-		cs.AddCPUSample(s.Time, s.Value)
-	}
-	for _, s := range c.Memory {
-		cs.AddMemorySample(s.Time, s.Value)
-	}
-	for _, s := range live {
-		cs.AddCPUSample(s.Time, s.Value)
-	}
-}
-
 func TestHistoryGivesTheRecommendationOfTheSameSamples(t *testing.T) {
 	h := newHarness(t, nil)
 	fh := withHistory(h)
@@ -93,7 +79,7 @@ func TestHistoryGivesTheRecommendationOfTheSameSamples(t *testing.T) {
 
 	cfg := model.DefaultConfig()
 	a := model.NewAggregateState(cfg, start)
-	feed(a, gone)
+	historytest.Feed(a, gone) // a gone pod: a container state of its own
 	cs := model.NewContainerState(a)
 	for _, s := range live.CPU {
 		cs.AddCPUSample(s.Time, s.Value)
