@@ -28,6 +28,9 @@ SCHEDULER_PORT=${SCHEDULER_PORT:-10259}
 KWOK_PORT=${KWOK_PORT:-10247}
 METRICS_SERVER_PORT=${METRICS_SERVER_PORT:-4443}
 CLUSTER_NODES=${CLUSTER_NODES:-2}
+# The controller manager's client rate: its default (20 QPS, burst 30) makes creating thousands of
+# Deployments' ReplicaSets and pods take half an hour (hack/scale-test).
+KCM_API_QPS=${KCM_API_QPS:-200}
 SERVICE_CIDR=10.96.0.0/16
 
 # The real node (node.sh). A second cluster beside the default one needs other names and

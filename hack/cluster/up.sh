@@ -334,7 +334,9 @@ ENV
     --leader-elect=false --controllers='*' --use-service-account-credentials=true \
     --service-account-private-key-file="${PKI}/sa.key" --root-ca-file="${PKI}/ca.crt" \
     --cluster-signing-cert-file="${PKI}/ca.crt" --cluster-signing-key-file="${PKI}/ca.key" \
-    --service-cluster-ip-range="${SERVICE_CIDR}" --profiling=false --v=1
+    --service-cluster-ip-range="${SERVICE_CIDR}" --profiling=false --v=1 \
+    --kube-api-qps="${KCM_API_QPS}" --kube-api-burst="$((2 * KCM_API_QPS))" \
+    --concurrent-deployment-syncs=10 --concurrent-replicaset-syncs=10
   start kube-scheduler \
     --kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \
     --authentication-kubeconfig="${CLUSTER_DIR}/scheduler.kubeconfig" \

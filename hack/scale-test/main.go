@@ -222,7 +222,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		reportReplicas(out, c, res)
 	} else if c.loops > 0 {
-		res, err := measure(ctx, c)
+		res, err := measure(ctx, vpas, c)
 		if err != nil {
 			return err
 		}
@@ -450,9 +450,8 @@ type loopResult struct {
 
 type results struct {
 	startup time.Duration // start of the process to the end of the first loop
-	// allWritten is the start of the process to the scrape that first saw
-	// as many successful status writes as there are VPAs: every VPA has its
-	// first recommendation (writes run in the background, past the loop).
+	// allWritten is the start of the process to the moment a watch of the
+	// VPAs saw the last of them get its first recommendation.
 	allWritten time.Duration
 	loops      []loopResult
 	peakRSS    float64
@@ -470,7 +469,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func measure(ctx context.Context, c config) (*results, error) {
+func measure(ctx context.Context, vpas versioned.Interface, c config) (*results, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -489,6 +488,10 @@ func measure(ctx context.Context, c config) (*results, error) {
 		args = append(args, "--profiling")
 	}
 	args = append(args, strings.Fields(c.extraArgs)...)
+	recommended, err := watchRecommended(ctx, vpas, c.namespace, c.deployments)
+	if err != nil {
+		return nil, err
+	}
 	logf("starting %s %s (log %s)", c.recommender, strings.Join(args, " "), logPath)
 	start := time.Now()
 	cmd, exited, stop, err := startProcess(c.recommender, args, logFile)
@@ -503,7 +506,7 @@ func measure(ctx context.Context, c config) (*results, error) {
 	deadline := time.After(time.Duration(c.loops+2)*c.interval + 10*time.Minute)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for len(res.loops) < c.loops {
+	for len(res.loops) < c.loops || res.allWritten == 0 {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -518,8 +521,11 @@ func measure(ctx context.Context, c config) (*results, error) {
 			continue // not listening yet
 		}
 		res.peakRSS = math.Max(res.peakRSS, cur["process_resident_memory_bytes"])
-		if res.allWritten == 0 && cur[`vpa_recommender_api_writes_total{kind="status",result="success"}`] >= float64(c.deployments) {
-			res.allWritten = time.Since(start)
+		if res.allWritten == 0 {
+			res.allWritten = recommended.allRecommended()
+		}
+		if len(res.loops) >= c.loops {
+			continue
 		}
 		if cur[stepKey("total", "_count")] <= prev[stepKey("total", "_count")] {
 			continue

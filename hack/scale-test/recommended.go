@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+)
+
+// recommendedWatch follows the VPAs of a namespace through a watch and
+// records when every one of them first has a recommendation. It reads only
+// the API, so it measures any recommender the same way, upstream's too, and
+// counts across replicas.
+type recommendedWatch struct {
+	want  int
+	start time.Time
+
+	mu   sync.Mutex
+	has  map[string]bool
+	at   time.Duration
+}
+
+// watchRecommended starts the watch; it stops with ctx. The clock starts now.
+func watchRecommended(ctx context.Context, vpas versioned.Interface, namespace string, want int) (*recommendedWatch, error) {
+	w := &recommendedWatch{want: want, start: time.Now(), has: map[string]bool{}}
+	api := vpas.AutoscalingV1().VerticalPodAutoscalers(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return api.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return api.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &vpav1.VerticalPodAutoscaler{}, 0, cache.Indexers{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    w.observe,
+		UpdateFunc: func(_, o any) { w.observe(o) },
+	}); err != nil {
+		return nil, err
+	}
+	go inf.RunWithContext(ctx)
+	return w, nil
+}
+
+func (w *recommendedWatch) observe(o any) {
+	v, ok := o.(*vpav1.VerticalPodAutoscaler)
+	if !ok || v.Status.Recommendation == nil || len(v.Status.Recommendation.ContainerRecommendations) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.has[v.Name] {
+		return
+	}
+	w.has[v.Name] = true
+	if len(w.has) == w.want {
+		w.at = time.Since(w.start)
+		logf("every VPA has its first recommendation %s after the start (seen by a watch)", w.at.Round(time.Second))
+	}
+}
+
+// allRecommended returns the time from the start until every VPA had a
+// recommendation, 0 while some still have none.
+func (w *recommendedWatch) allRecommended() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.at
+}

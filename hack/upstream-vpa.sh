@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Builds upstream's recommender (k8s.io/autoscaler/vertical-pod-autoscaler, the version pinned in
+# hack/tools/upstream-vpa/go.mod) once into the cache and prints its path, for side-by-side
+# measurements with hack/scale-test:
+#
+#   go run ./hack/scale-test --recommender="$(hack/upstream-vpa.sh)" ...
+set -euo pipefail
+
+REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS=${REPO_ROOT}/hack/tools/upstream-vpa
+MODULE=k8s.io/autoscaler/vertical-pod-autoscaler
+VERSION=$(sed -n "s|^\t${MODULE} \(v[^ ]*\).*|\1|p; s|^require ${MODULE} \(v[^ ]*\).*|\1|p" "${TOOLS}/go.mod" | head -1)
+[[ -n "${VERSION}" ]] || { echo "hack/tools/upstream-vpa/go.mod does not pin ${MODULE}" >&2; exit 1; }
+CACHE=${OPENVPA_CACHE:-${XDG_CACHE_HOME:-${HOME}/.cache}/openvpa}/upstream-vpa-${VERSION}-$(go env GOVERSION)
+BIN=${CACHE}/recommender
+if [[ ! -x "${BIN}" ]]; then
+  mkdir -p "${CACHE}"
+  echo "building upstream's recommender ${VERSION} into ${CACHE} (once)" >&2
+  GOWORK=off GOFLAGS=-mod=readonly go build -C "${TOOLS}" -trimpath -o "${BIN}.tmp.$$" "${MODULE}/pkg/recommender"
+  mv -f "${BIN}.tmp.$$" "${BIN}"
+fi
+echo "${BIN}"
