@@ -293,6 +293,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Workers:                  o.UpdateWorkerCount,
 		PerVPAConfig:             o.FeatureGates.Enabled(features.PerVPAConfig),
 		Model:                    &o.Model,
+		StatusWritesPerLoop:      loop.WritesPerInterval(o.Client.QPS, o.Client.Burst, o.RecommenderInterval),
 	}, loop.Deps{
 		VPAs:        inf.VPALister,
 		Pods:        inf.PodLister,

@@ -8,7 +8,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/pager"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
@@ -69,13 +71,31 @@ func (s *Store) Write(ctx context.Context, k Key, status vpav1.VerticalPodAutosc
 	return nil
 }
 
-// List returns the checkpoints in namespace ("" for all namespaces).
-func (s *Store) List(ctx context.Context, namespace string) ([]vpav1.VerticalPodAutoscalerCheckpoint, error) {
-	l, err := s.client.VerticalPodAutoscalerCheckpoints(namespace).List(ctx, metav1.ListOptions{})
+// ListPageSize is how many checkpoints one list request asks for: a
+// listing of every checkpoint holds one page at a time, not all of them
+// (10,000 decoded checkpoints are tens of MB).
+const ListPageSize = 500
+
+// Each calls fn with every checkpoint of namespace ("" for all), listed a
+// page at a time; it stops at the first error of fn. The checkpoint passed
+// to fn is valid only during the call.
+func (s *Store) Each(ctx context.Context, namespace string, fn func(*vpav1.VerticalPodAutoscalerCheckpoint) error) error {
+	p := pager.New(func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return s.client.VerticalPodAutoscalerCheckpoints(namespace).List(ctx, o)
+	})
+	p.PageSize = ListPageSize
+	p.PageBufferSize = 1
+	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
+		cp, ok := o.(*vpav1.VerticalPodAutoscalerCheckpoint)
+		if !ok {
+			return fmt.Errorf("listing checkpoints: unexpected %T", o)
+		}
+		return fn(cp)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("listing checkpoints: %w", err)
+		return fmt.Errorf("listing checkpoints: %w", err)
 	}
-	return l.Items, nil
+	return nil
 }
 
 // Delete removes a checkpoint object; one already gone is not an error.
@@ -126,22 +146,27 @@ func Restore(cps []vpav1.VerticalPodAutoscalerCheckpoint, cfgFor func(Key) *mode
 // those keep rejects. It returns the deleted keys and the joined errors; a
 // failed deletion does not stop the others.
 func (s *Store) GarbageCollect(ctx context.Context, namespace string, keep func(*vpav1.VerticalPodAutoscalerCheckpoint) bool) ([]Key, error) {
-	cps, err := s.List(ctx, namespace)
-	if err != nil {
+	type doomed struct {
+		namespace, name string
+		key             Key
+	}
+	var drop []doomed
+	if err := s.Each(ctx, namespace, func(cp *vpav1.VerticalPodAutoscalerCheckpoint) error {
+		if !keep(cp) {
+			drop = append(drop, doomed{cp.Namespace, cp.Name, KeyOf(cp)})
+		}
+		return nil
+	}); err != nil {
 		return nil, err
 	}
 	var deleted []Key
 	var errs []error
-	for i := range cps {
-		cp := &cps[i]
-		if keep(cp) {
-			continue
-		}
-		if err := s.Delete(ctx, cp.Namespace, cp.Name); err != nil {
+	for _, d := range drop {
+		if err := s.Delete(ctx, d.namespace, d.name); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		deleted = append(deleted, KeyOf(cp))
+		deleted = append(deleted, d.key)
 	}
 	return deleted, joinErrors(errs)
 }

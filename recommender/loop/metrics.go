@@ -28,6 +28,10 @@ type Metrics struct {
 	// APIWrites counts status patches, checkpoint writes and deletions
 	// (OpenVPA addition).
 	APIWrites *prometheus.CounterVec
+	// StatusWritesWaiting is the number of VPAs whose status write the
+	// last loop left for a later one (Config.StatusWritesPerLoop; OpenVPA
+	// addition).
+	StatusWritesWaiting prometheus.Gauge
 }
 
 // NewMetrics creates the metrics and registers them on reg (if not nil).
@@ -54,9 +58,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		APIWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Name: "api_writes_total", Help: "API writes made by the recommender, by kind (status, checkpoint, checkpoint_delete) and result.",
 		}, []string{"kind", "result"}),
+		StatusWritesWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Name: "status_writes_waiting", Help: "VPAs whose status write the last loop left for a later loop, because more writes were due than the client's rate limit writes in one interval.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites)
+		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites, m.StatusWritesWaiting)
 	}
 	return m
 }

@@ -47,7 +47,7 @@ type Resolver interface {
 // CheckpointStore persists checkpoints (checkpoint.Store).
 type CheckpointStore interface {
 	Write(ctx context.Context, k checkpoint.Key, status vpav1.VerticalPodAutoscalerCheckpointStatus) error
-	List(ctx context.Context, namespace string) ([]vpav1.VerticalPodAutoscalerCheckpoint, error)
+	Each(ctx context.Context, namespace string, fn func(*vpav1.VerticalPodAutoscalerCheckpoint) error) error
 	GarbageCollect(ctx context.Context, namespace string, keep func(*vpav1.VerticalPodAutoscalerCheckpoint) bool) ([]checkpoint.Key, error)
 }
 
@@ -69,6 +69,14 @@ type Config struct {
 	PerVPAConfig bool
 	// Model is the global model configuration; nil means the default.
 	Model *model.Config
+	// StatusWritesPerLoop caps the status writes queued or running at
+	// once: a loop queues no more than this, less those still running from
+	// earlier loops, and the rest wait for a later loop, which computes them
+	// afresh. Set it to what the client's rate limit writes in one interval
+	// (QPS × interval + burst): a longer queue only delays writes past the
+	// next loop while holding the statuses, and what is written that late is
+	// a loop or more stale. Zero means no cap.
+	StatusWritesPerLoop int
 	// StatusMaxAge is the period of the bounds slots: how long small bound
 	// drifts stay unwritten at most (see NeedsWrite); zero means
 	// CheckpointsWriteInterval.
@@ -282,30 +290,34 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	cps, err := r.deps.Checkpoints.List(ctx, r.cfg.Namespaces.WatchNamespace())
-	if err != nil {
-		return err
-	}
 	now := r.deps.Clock.Now()
 	objs := map[types.NamespacedName]*vpav1.VerticalPodAutoscaler{}
-	var mine []vpav1.VerticalPodAutoscalerCheckpoint
-	for _, cp := range cps {
+	var restored []checkpoint.Restored
+	skipped := 0
+	// A page of checkpoints at a time: each is decoded into its aggregate
+	// and dropped.
+	err := r.deps.Checkpoints.Each(ctx, r.cfg.Namespaces.WatchNamespace(), func(cp *vpav1.VerticalPodAutoscalerCheckpoint) error {
 		k := types.NamespacedName{Namespace: cp.Namespace, Name: cp.Spec.VPAObjectName}
 		if keep != nil && !keep(k) {
-			continue
+			return nil
 		}
 		v, err := r.deps.VPAs.VerticalPodAutoscalers(k.Namespace).Get(k.Name)
 		if err != nil || !r.handles(v) {
-			continue
+			return nil
 		}
 		objs[k] = v
-		mine = append(mine, cp)
-	}
-	restored, errs := checkpoint.Restore(mine, func(k checkpoint.Key) *model.Config {
-		return r.modelConfig(objs[types.NamespacedName{Namespace: k.Namespace, Name: k.VPA}], k.Container)
-	}, now)
-	for _, err := range errs {
-		logger.Error(err, "Skipping unreadable checkpoint")
+		rs, errs := checkpoint.Restore([]vpav1.VerticalPodAutoscalerCheckpoint{*cp}, func(ck checkpoint.Key) *model.Config {
+			return r.modelConfig(v, ck.Container)
+		}, now)
+		for _, err := range errs {
+			logger.Error(err, "Skipping unreadable checkpoint")
+		}
+		skipped += len(errs)
+		restored = append(restored, rs...)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	last := map[types.NamespacedName]time.Time{}
 	for _, rs := range restored {
@@ -319,7 +331,7 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 	for k, t := range last {
 		r.schedule.Track(k.String(), t, now)
 	}
-	logger.Info("Restored checkpoints", "checkpoints", len(restored), "vpas", len(last), "skipped", len(errs))
+	logger.Info("Restored checkpoints", "checkpoints", len(restored), "vpas", len(last), "skipped", skipped)
 	return nil
 }
 
@@ -776,20 +788,55 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			continue // the previous write is still running; the next loop decides
 		}
 		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
-			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status})
+			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status,
+				first: HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation), written: st.written})
 		}
 	}
 	r.deps.Prom.VPAObjects.Reset()
 	for k, n := range counts {
 		r.deps.Prom.VPAObjects.WithLabelValues(k.mode, k.hasRec, "v1", k.matches, k.unsupported).Set(float64(n))
 	}
+	jobs, waiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-len(r.statusInflight), r.cfg.StatusWritesPerLoop > 0)
+	r.deps.Prom.StatusWritesWaiting.Set(float64(waiting))
 	r.writeStatuses(ctx, jobs, now)
 	n := 0
 	for _, st := range r.vpas {
 		n += len(st.aggregates)
 	}
 	r.deps.Prom.AggregateStates.Set(float64(n))
-	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs))
+	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs), "statusWritesWaiting", waiting)
+}
+
+// WritesPerInterval is how many requests a client limited to qps with burst
+// makes in one interval at most: Config.StatusWritesPerLoop.
+func WritesPerInterval(qps float32, burst int, interval time.Duration) int {
+	return int(float64(qps)*interval.Seconds()) + burst
+}
+
+// limitStatusJobs orders the loop's status writes, every VPA's first
+// recommendation first, then the VPAs written longest ago, and with capped
+// keeps at most room of them (none when room is not positive). It returns
+// the jobs to run and how many wait for a later loop.
+func limitStatusJobs(jobs []statusJob, room int, capped bool) ([]statusJob, int) {
+	slices.SortFunc(jobs, func(a, b statusJob) int {
+		if a.first != b.first {
+			if a.first {
+				return -1
+			}
+			return 1
+		}
+		if c := a.written.Compare(b.written); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.String(), b.key.String())
+	})
+	if !capped || len(jobs) <= room {
+		return jobs, 0
+	}
+	room = max(room, 0)
+	waiting := len(jobs) - room
+	clear(jobs[room:]) // the statuses of the waiting VPAs are not held
+	return jobs[:room], waiting
 }
 
 // limitRangeConflict checks rec against the namespace's LimitRanges (and
@@ -822,6 +869,10 @@ type statusJob struct {
 	key    types.NamespacedName
 	obj    *vpav1.VerticalPodAutoscaler
 	status vpav1.VerticalPodAutoscalerStatus
+	// first is whether the write gives the VPA its first recommendation;
+	// written is when this process last wrote the VPA's status.
+	first   bool
+	written time.Time
 }
 
 // writeStatuses writes statuses in the background on the update workers: a

@@ -1,16 +1,20 @@
 package loop
 
 import (
+	"context"
 	"fmt"
-	"github.com/openvpa/openvpa/recommender/checkpoint"
+	"slices"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/checkpoint"
 )
 
 func rl(cpu, mem string) corev1.ResourceList {
@@ -179,6 +183,101 @@ func TestBoundDriftWritesAreSpread(t *testing.T) {
 						t.Fatalf("loop %d: VPA %d unwritten for %v, more than the max age", loop, i, now.Sub(w))
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestStatusWritesPerLoop: with more status writes due than
+// Config.StatusWritesPerLoop, a loop queues only as many as fit beside the
+// writes still running, first recommendations before rewrites, and the rest
+// wait for later loops (upstream queues every write of a loop, so 10,000 new
+// VPAs hold 10,000 statuses for the 200 s that QPS 50 takes to write them).
+func TestStatusWritesPerLoop(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StatusWritesPerLoop = 3 })
+	w := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
+	h.rec.deps.Status = w
+	for i := range 7 {
+		name := fmt.Sprintf("web%d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+	}
+	ctx := context.Background()
+	recommended := func() int {
+		n := 0
+		for i := range 7 {
+			if HasRecommendation(h.vpa("ns", fmt.Sprintf("web%d", i)).Status.Recommendation) {
+				n++
+			}
+		}
+		return n
+	}
+
+	h.rec.RunOnce(ctx)
+	if n := len(h.rec.statusInflight); n != 3 {
+		t.Fatalf("%d status writes queued by the first loop, want 3", n)
+	}
+	var m dto.Metric
+	if err := h.rec.deps.Prom.StatusWritesWaiting.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.GetGauge().GetValue(); got != 4 {
+		t.Errorf("status_writes_waiting = %v after the first loop, want 4", got)
+	}
+	// The three writes still run: the next loop has no room.
+	h.clk.Step(time.Minute)
+	h.rec.RunOnce(ctx)
+	if n := len(h.rec.statusInflight); n != 3 {
+		t.Fatalf("%d status writes in flight after a loop with three still running, want 3", n)
+	}
+	close(w.open)
+	h.rec.WaitWrites()
+	h.sync()
+	if n := recommended(); n != 3 {
+		t.Fatalf("%d VPAs recommended after the first writes, want 3", n)
+	}
+	// Every VPA has changed samples now, but the four without a
+	// recommendation go first.
+	for _, want := range []int{6, 7} {
+		h.clk.Step(time.Minute)
+		h.rec.RunOnce(ctx)
+		h.rec.WaitWrites()
+		h.sync()
+		if n := recommended(); n != want {
+			t.Fatalf("%d VPAs recommended, want %d: first recommendations did not go before rewrites", n, want)
+		}
+	}
+}
+
+func TestLimitStatusJobs(t *testing.T) {
+	at := func(m int) time.Time { return start.Add(time.Duration(m) * time.Minute) }
+	job := func(name string, first bool, written time.Time) statusJob {
+		return statusJob{key: types.NamespacedName{Namespace: "ns", Name: name}, first: first, written: written}
+	}
+	jobs := func() []statusJob {
+		return []statusJob{job("old", false, at(1)), job("new-b", true, time.Time{}), job("recent", false, at(5)), job("new-a", true, time.Time{}), job("never", false, time.Time{})}
+	}
+	for _, tc := range []struct {
+		name        string
+		room        int
+		capped      bool
+		want        []string
+		wantWaiting int
+	}{
+		{name: "no cap keeps all, ordered", room: 0, capped: false, want: []string{"new-a", "new-b", "never", "old", "recent"}},
+		{name: "room for all", room: 5, capped: true, want: []string{"new-a", "new-b", "never", "old", "recent"}},
+		{name: "first recommendations, then the longest unwritten", room: 3, capped: true, want: []string{"new-a", "new-b", "never"}, wantWaiting: 2},
+		{name: "no room", room: 0, capped: true, want: []string{}, wantWaiting: 5},
+		{name: "more running than the cap", room: -2, capped: true, want: []string{}, wantWaiting: 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, waiting := limitStatusJobs(jobs(), tc.room, tc.capped)
+			names := []string{}
+			for _, j := range got {
+				names = append(names, j.key.Name)
+			}
+			if !slices.Equal(names, tc.want) || waiting != tc.wantWaiting {
+				t.Errorf("limitStatusJobs = %v, %d waiting; want %v, %d", names, waiting, tc.want, tc.wantWaiting)
 			}
 		})
 	}
