@@ -22,9 +22,9 @@ type recommendedWatch struct {
 	want  int
 	start time.Time
 
-	mu   sync.Mutex
-	has  map[string]bool
-	at   time.Duration
+	mu  sync.Mutex
+	has map[string]bool
+	at  time.Duration
 }
 
 // watchRecommended starts the watch; it stops with ctx. The clock starts now.
