@@ -904,6 +904,8 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 				return
 			}
 			logger.V(5).Info("Wrote VPA status", "vpa", j.key.String())
+			// It stands in for the informer's copy, which has none.
+			u.ManagedFields = nil
 			updated[i] = u
 		}, false)
 		r.bg.finished(func() {

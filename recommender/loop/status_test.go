@@ -282,3 +282,38 @@ func TestLimitStatusJobs(t *testing.T) {
 		})
 	}
 }
+
+// managedFieldsStatus returns what the API server returns for a status
+// patch: the object with its managedFields.
+type managedFieldsStatus struct{ StatusWriter }
+
+func (m managedFieldsStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
+	u, err := m.StatusWriter.WriteStatus(ctx, v, s)
+	if err != nil {
+		return nil, err
+	}
+	u.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: checkpoint.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+	return u, nil
+}
+
+// TestWrittenObjectHeldWithoutManagedFields: the object a status write
+// returns stands in for the informer's copy until the informer catches up,
+// and is kept as the informer keeps its objects, without managedFields
+// (they are most of a written VPA's bytes).
+func TestWrittenObjectHeldWithoutManagedFields(t *testing.T) {
+	h := newHarness(t, nil)
+	h.rec.deps.Status = managedFieldsStatus{h.rec.deps.Status}
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
+	ctx := context.Background()
+	h.rec.RunOnce(ctx)
+	h.rec.WaitWrites()
+	h.rec.RunOnce(ctx) // applies the outcome; the lister has not caught up
+	st := h.rec.vpas[types.NamespacedName{Namespace: "ns", Name: "web"}]
+	if st == nil || st.obj == nil || !HasRecommendation(st.obj.Status.Recommendation) {
+		t.Fatalf("the loop does not hold the written object")
+	}
+	if len(st.obj.ManagedFields) != 0 {
+		t.Errorf("the written object is held with its managedFields")
+	}
+}
