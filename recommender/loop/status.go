@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -209,25 +208,24 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 	if !StatusChanged(old, updated) {
 		return false
 	}
-	o, n := normalize(old), normalize(updated)
-	if !apiequality.Semantic.DeepEqual(o.Conditions, n.Conditions) ||
-		!apiequality.Semantic.DeepEqual(o.ObservedGeneration, n.ObservedGeneration) ||
-		(o.Recommendation == nil) != (n.Recommendation == nil) {
+	oc, nc := containersOf(old.Recommendation), containersOf(updated.Recommendation)
+	if !conditionsEqual(old.Conditions, updated.Conditions) ||
+		!int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration) ||
+		(len(oc) == 0) != (len(nc) == 0) {
 		return true
 	}
 	if lastWrite.Before(lastSlot(now, maxAge, phase)) {
 		return true
 	}
-	oc, nc := o.Recommendation.ContainerRecommendations, n.Recommendation.ContainerRecommendations
 	if len(oc) != len(nc) {
 		return true
 	}
-	settled := !hasTrueCondition(n.Conditions, vpav1.LowConfidence)
+	settled := !hasTrueCondition(updated.Conditions, vpav1.LowConfidence)
 	for i := range oc {
-		a, b := oc[i], nc[i]
+		a, b := &oc[i], &nc[i]
 		if a.ContainerName != b.ContainerName ||
-			!apiequality.Semantic.DeepEqual(a.Target, b.Target) ||
-			!apiequality.Semantic.DeepEqual(a.UncappedTarget, b.UncappedTarget) ||
+			!resourcesEqual(a.Target, b.Target) ||
+			!resourcesEqual(a.UncappedTarget, b.UncappedTarget) ||
 			settled && (boundMoved(a.LowerBound, b.LowerBound) || boundMoved(a.UpperBound, b.UpperBound)) {
 			return true
 		}
@@ -283,21 +281,69 @@ func boundMoved(a, b corev1.ResourceList) bool {
 }
 
 // StatusChanged reports whether the new status differs from the old one in
-// any way kubectl shows (quantities compared by value).
+// any way kubectl shows: quantities compared by value, transition times to
+// the second, no conditions the same as an empty list, and no recommendation
+// the same as one without containers. It allocates nothing: the loop asks
+// it of every VPA at every loop.
 func StatusChanged(old, updated vpav1.VerticalPodAutoscalerStatus) bool {
-	return !apiequality.Semantic.DeepEqual(normalize(old), normalize(updated))
+	return !conditionsEqual(old.Conditions, updated.Conditions) ||
+		!int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration) ||
+		!containersEqual(containersOf(old.Recommendation), containersOf(updated.Recommendation))
 }
 
-func normalize(s vpav1.VerticalPodAutoscalerStatus) vpav1.VerticalPodAutoscalerStatus {
-	out := *s.DeepCopy()
-	if len(out.Conditions) == 0 {
-		out.Conditions = nil
+func containersOf(r *vpav1.RecommendedPodResources) []vpav1.RecommendedContainerResources {
+	if r == nil {
+		return nil
 	}
-	for i := range out.Conditions {
-		out.Conditions[i].LastTransitionTime = metav1.NewTime(out.Conditions[i].LastTransitionTime.Truncate(time.Second))
+	return r.ContainerRecommendations
+}
+
+func conditionsEqual(a, b []vpav1.VerticalPodAutoscalerCondition) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	if out.Recommendation != nil && len(out.Recommendation.ContainerRecommendations) == 0 {
-		out.Recommendation = nil
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			x.ObservedGeneration != y.ObservedGeneration ||
+			!x.LastTransitionTime.Truncate(time.Second).Equal(y.LastTransitionTime.Truncate(time.Second)) {
+			return false
+		}
 	}
-	return out
+	return true
+}
+
+func int64PtrEqual(a, b *int64) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func containersEqual(a, b []vpav1.RecommendedContainerResources) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.ContainerName != y.ContainerName || !resourcesEqual(x.Target, y.Target) || !resourcesEqual(x.LowerBound, y.LowerBound) ||
+			!resourcesEqual(x.UpperBound, y.UpperBound) || !resourcesEqual(x.UncappedTarget, y.UncappedTarget) {
+			return false
+		}
+	}
+	return true
+}
+
+// resourcesEqual compares by value; nil and empty are equal.
+func resourcesEqual(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
 }

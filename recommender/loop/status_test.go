@@ -9,6 +9,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -315,5 +316,77 @@ func TestWrittenObjectHeldWithoutManagedFields(t *testing.T) {
 	}
 	if len(st.obj.ManagedFields) != 0 {
 		t.Errorf("the written object is held with its managedFields")
+	}
+}
+
+// semanticChanged is StatusChanged as reflection over copies would decide
+// it (apiequality.Semantic after normalizing): the reference the
+// allocation-free comparison must agree with.
+func semanticChanged(a, b vpav1.VerticalPodAutoscalerStatus) bool {
+	norm := func(s vpav1.VerticalPodAutoscalerStatus) vpav1.VerticalPodAutoscalerStatus {
+		out := *s.DeepCopy()
+		if len(out.Conditions) == 0 {
+			out.Conditions = nil
+		}
+		for i := range out.Conditions {
+			out.Conditions[i].LastTransitionTime = metav1.NewTime(out.Conditions[i].LastTransitionTime.Truncate(time.Second))
+		}
+		if out.Recommendation != nil && len(out.Recommendation.ContainerRecommendations) == 0 {
+			out.Recommendation = nil
+		}
+		return out
+	}
+	return !apiequality.Semantic.DeepEqual(norm(a), norm(b))
+}
+
+// TestStatusChangedAgreesWithSemanticEquality compares every pair of a set
+// of statuses that differ in one respect each, or only in form (1000m and
+// 1, nil and empty, sub-second times).
+func TestStatusChangedAgreesWithSemanticEquality(t *testing.T) {
+	gen := func(g int64) *int64 { return &g }
+	t0 := metav1.NewTime(start)
+	rec := func(name string, target, lower corev1.ResourceList) *vpav1.RecommendedPodResources {
+		return &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
+			{ContainerName: name, Target: target, LowerBound: lower, UpperBound: rl("2", "2Gi"), UncappedTarget: target}}}
+	}
+	cond := func(typ vpav1.VerticalPodAutoscalerConditionType, status corev1.ConditionStatus, at metav1.Time, msg string) []vpav1.VerticalPodAutoscalerCondition {
+		return []vpav1.VerticalPodAutoscalerCondition{{Type: typ, Status: status, LastTransitionTime: at, Message: msg}}
+	}
+	statuses := map[string]vpav1.VerticalPodAutoscalerStatus{
+		"empty":                      {},
+		"empty conditions":           {Conditions: []vpav1.VerticalPodAutoscalerCondition{}},
+		"no containers":              {Recommendation: &vpav1.RecommendedPodResources{}},
+		"generation 1":               {ObservedGeneration: gen(1)},
+		"generation 2":               {ObservedGeneration: gen(2)},
+		"rec":                        {Recommendation: rec("app", rl("1", "1Gi"), rl("500m", "512Mi"))},
+		"rec in other units":         {Recommendation: rec("app", rl("1000m", "1024Mi"), rl("0.5", "536870912"))},
+		"rec other container":        {Recommendation: rec("side", rl("1", "1Gi"), rl("500m", "512Mi"))},
+		"rec other target":           {Recommendation: rec("app", rl("2", "1Gi"), rl("500m", "512Mi"))},
+		"rec other lower bound":      {Recommendation: rec("app", rl("1", "1Gi"), rl("400m", "512Mi"))},
+		"rec without lower bound":    {Recommendation: rec("app", rl("1", "1Gi"), nil)},
+		"rec with empty lower bound": {Recommendation: rec("app", rl("1", "1Gi"), corev1.ResourceList{})},
+		"rec cpu only":               {Recommendation: rec("app", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}, rl("500m", "512Mi"))},
+		"condition":                  {Conditions: cond(vpav1.RecommendationProvided, corev1.ConditionTrue, t0, "")},
+		"condition later in second":  {Conditions: cond(vpav1.RecommendationProvided, corev1.ConditionTrue, metav1.NewTime(start.Add(300*time.Millisecond)), "")},
+		"condition a second later":   {Conditions: cond(vpav1.RecommendationProvided, corev1.ConditionTrue, metav1.NewTime(start.Add(time.Second)), "")},
+		"condition false":            {Conditions: cond(vpav1.RecommendationProvided, corev1.ConditionFalse, t0, "")},
+		"condition other message":    {Conditions: cond(vpav1.RecommendationProvided, corev1.ConditionTrue, t0, "m")},
+		"condition other type":       {Conditions: cond(vpav1.LowConfidence, corev1.ConditionTrue, t0, "")},
+	}
+	for an, a := range statuses {
+		for bn, b := range statuses {
+			if got, want := StatusChanged(a, b), semanticChanged(a, b); got != want {
+				t.Errorf("StatusChanged(%s, %s) = %v, semantic equality says %v", an, bn, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkNeedsWrite(b *testing.B) {
+	old := status("163m", "25m", "11738m", vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue})
+	updated := status("163m", "25m", "11738m", vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue})
+	b.ReportAllocs()
+	for b.Loop() {
+		NeedsWrite(old, updated, start, start, time.Hour, 0)
 	}
 }
