@@ -287,3 +287,32 @@ func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
 		t.Fatalf("%d checkpoints after the status writes drained, want 12", n)
 	}
 }
+
+// TestCheckpointsWaitForWaitingFirstRecommendations: while first
+// recommendations wait for a later loop (more were due than
+// StatusWritesPerLoop), due checkpoints wait too, even when no status write
+// is running, so that first statuses get the whole QPS budget.
+func TestCheckpointsWaitForWaitingFirstRecommendations(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.CheckpointsWriteInterval = time.Minute
+		c.StatusWritesPerLoop = 4
+	})
+	for i := range 10 {
+		name := fmt.Sprintf("web%d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+	}
+	checkpointWrites := func() int {
+		return h.count("patch", "verticalpodautoscalercheckpoints") + h.count("create", "verticalpodautoscalercheckpoints")
+	}
+	h.loop() // 4 first recommendations, 6 waiting
+	h.loop() // 4 more, 2 waiting; checkpoints due but waiting
+	if n := checkpointWrites(); n != 0 {
+		t.Fatalf("%d checkpoint writes while first recommendations waited", n)
+	}
+	h.loop() // the last 2 first recommendations: none waits, checkpoints go
+	h.loop()
+	if n := len(h.checkpoints()); n != 10 {
+		t.Fatalf("%d checkpoints once every VPA had its first recommendation, want 10", n)
+	}
+}

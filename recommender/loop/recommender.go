@@ -216,6 +216,9 @@ type Recommender struct {
 	// statusBacklog is the number of status writes of earlier loops still
 	// running when this loop began.
 	statusBacklog int
+	// firstWaiting is the number of first recommendations the last
+	// UpdateVPAs left for a later loop (Config.StatusWritesPerLoop).
+	firstWaiting int
 }
 
 // New returns a Recommender.
@@ -796,7 +799,8 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	for k, n := range counts {
 		r.deps.Prom.VPAObjects.WithLabelValues(k.mode, k.hasRec, "v1", k.matches, k.unsupported).Set(float64(n))
 	}
-	jobs, waiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-len(r.statusInflight), r.cfg.StatusWritesPerLoop > 0)
+	jobs, waiting, firstWaiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-len(r.statusInflight), r.cfg.StatusWritesPerLoop > 0)
+	r.firstWaiting = firstWaiting
 	r.deps.Prom.StatusWritesWaiting.Set(float64(waiting))
 	r.writeStatuses(ctx, jobs, now)
 	n := 0
@@ -816,8 +820,9 @@ func WritesPerInterval(qps float32, burst int, interval time.Duration) int {
 // limitStatusJobs orders the loop's status writes, every VPA's first
 // recommendation first, then the VPAs written longest ago, and with capped
 // keeps at most room of them (none when room is not positive). It returns
-// the jobs to run and how many wait for a later loop.
-func limitStatusJobs(jobs []statusJob, room int, capped bool) ([]statusJob, int) {
+// the jobs to run, how many wait for a later loop, and how many of those are
+// first recommendations.
+func limitStatusJobs(jobs []statusJob, room int, capped bool) (run []statusJob, waiting, firstWaiting int) {
 	slices.SortFunc(jobs, func(a, b statusJob) int {
 		if a.first != b.first {
 			if a.first {
@@ -831,12 +836,17 @@ func limitStatusJobs(jobs []statusJob, room int, capped bool) ([]statusJob, int)
 		return strings.Compare(a.key.String(), b.key.String())
 	})
 	if !capped || len(jobs) <= room {
-		return jobs, 0
+		return jobs, 0, 0
 	}
 	room = max(room, 0)
-	waiting := len(jobs) - room
+	for _, j := range jobs[room:] {
+		if j.first {
+			firstWaiting++
+		}
+	}
+	waiting = len(jobs) - room
 	clear(jobs[room:]) // the statuses of the waiting VPAs are not held
-	return jobs[:room], waiting
+	return jobs[:room], waiting, firstWaiting
 }
 
 // limitRangeConflict checks rec against the namespace's LimitRanges (and
@@ -1017,7 +1027,7 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		return // --storage=prometheus: history lives in Prometheus
 	}
 	logger := klog.FromContext(ctx)
-	if n := r.statusBacklog; n > r.cfg.Workers {
+	if n := r.statusBacklog; n > r.cfg.Workers || r.firstWaiting > 0 {
 		// Statuses first: they are what users and the other components
 		// read, and checkpoints share the client's QPS budget. While more
 		// status writes of earlier loops are still running than the
@@ -1025,7 +1035,7 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		// checkpoints stay due (at 10,000 new VPAs, checkpoints took a
 		// third of the budget and pushed the last first status well past
 		// N / QPS).
-		logger.V(3).Info("Checkpoint writes wait for the status writes still running from earlier loops", "statusWrites", n)
+		logger.V(3).Info("Checkpoint writes wait for the status writes still running from earlier loops, or for first recommendations left for later ones", "statusWrites", n, "firstRecommendationsWaiting", r.firstWaiting)
 		return
 	}
 	now := r.deps.Clock.Now()

@@ -264,21 +264,23 @@ func TestLimitStatusJobs(t *testing.T) {
 		capped      bool
 		want        []string
 		wantWaiting int
+		wantFirst   int
 	}{
 		{name: "no cap keeps all, ordered", room: 0, capped: false, want: []string{"new-a", "new-b", "never", "old", "recent"}},
 		{name: "room for all", room: 5, capped: true, want: []string{"new-a", "new-b", "never", "old", "recent"}},
 		{name: "first recommendations, then the longest unwritten", room: 3, capped: true, want: []string{"new-a", "new-b", "never"}, wantWaiting: 2},
-		{name: "no room", room: 0, capped: true, want: []string{}, wantWaiting: 5},
-		{name: "more running than the cap", room: -2, capped: true, want: []string{}, wantWaiting: 5},
+		{name: "a first recommendation waits", room: 1, capped: true, want: []string{"new-a"}, wantWaiting: 4, wantFirst: 1},
+		{name: "no room", room: 0, capped: true, want: []string{}, wantWaiting: 5, wantFirst: 2},
+		{name: "more running than the cap", room: -2, capped: true, want: []string{}, wantWaiting: 5, wantFirst: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, waiting := limitStatusJobs(jobs(), tc.room, tc.capped)
+			got, waiting, first := limitStatusJobs(jobs(), tc.room, tc.capped)
 			names := []string{}
 			for _, j := range got {
 				names = append(names, j.key.Name)
 			}
-			if !slices.Equal(names, tc.want) || waiting != tc.wantWaiting {
-				t.Errorf("limitStatusJobs = %v, %d waiting; want %v, %d", names, waiting, tc.want, tc.wantWaiting)
+			if !slices.Equal(names, tc.want) || waiting != tc.wantWaiting || first != tc.wantFirst {
+				t.Errorf("limitStatusJobs = %v, %d waiting (%d first); want %v, %d (%d)", names, waiting, first, tc.want, tc.wantWaiting, tc.wantFirst)
 			}
 		})
 	}
