@@ -252,6 +252,10 @@ func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Durat
 // one peak recorded window before now; several older peaks in one bucket
 // can weigh as much, which only makes a bucket look recent.
 func record(h *model.DecayingHistogram, buckets []peakBucket, now time.Time, window time.Duration) (top, prior float64, ok bool) {
+	if now.IsZero() {
+		// No CPU sample yet: no time to measure recency against.
+		return 0, 0, false
+	}
 	recent := math.Exp2(float64(now.Sub(h.ReferenceTimestamp())-window) / float64(h.HalfLife()))
 	i := len(buckets) - 1
 	for i >= 0 && buckets[i].weight < recent {

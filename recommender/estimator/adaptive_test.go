@@ -36,6 +36,7 @@ func TestAdaptiveMemoryEstimate(t *testing.T) {
 		peaks   []peak
 		history time.Duration
 		cfg     func(*AdaptiveConfig)
+		noNow   bool
 		// want* in bytes before truncation; compared within 2 bytes + 1e-8.
 		wantLower, wantTarget, wantUpper float64
 	}{
@@ -128,6 +129,13 @@ func TestAdaptiveMemoryEstimate(t *testing.T) {
 			wantLower: edge(1.3e9), wantTarget: edge(1.3e9) * (1 + 2*(edge(1.3e9)/edge(1e9)-1)),
 			wantUpper: 2 * edge(1.3e9) * (1 + 2*(edge(1.3e9)/edge(1e9)-1)),
 		},
+		// Without a time to measure recency against there is no jump.
+		"no latest sample time": {
+			peaks:     older(peak{1.3e9, 0}),
+			history:   40 * day,
+			noNow:     true,
+			wantLower: edge(1.3e9), wantTarget: edge(1.3e9) * 1.075, wantUpper: 2 * edge(1.3e9) * 1.075,
+		},
 		"record factor 0 turns it off": {
 			peaks:     older(peak{1.3e9, 0}),
 			history:   40 * day,
@@ -154,7 +162,11 @@ func TestAdaptiveMemoryEstimate(t *testing.T) {
 			for _, p := range tc.peaks {
 				h.AddSample(p.bytes, 1, now.Add(-p.age))
 			}
-			lower, target, upper := NewAdaptive(DefaultConfig(), cfg).MemoryEstimate(&h, tc.history, now)
+			at := now
+			if tc.noNow {
+				at = time.Time{}
+			}
+			lower, target, upper := NewAdaptive(DefaultConfig(), cfg).MemoryEstimate(&h, tc.history, at)
 			for _, c := range []struct {
 				name string
 				got  model.ResourceAmount
