@@ -33,6 +33,18 @@ type AdaptiveConfig struct {
 	MemoryZeroFactor float64
 	// MemoryMaxExtraMargin caps the young and zero margins together.
 	MemoryMaxExtraMargin float64
+	// MemoryRecordWindow is how recent a peak must be to count as a jump:
+	// its bucket weighs at least as much as one peak recorded this long
+	// before the latest sample.
+	MemoryRecordWindow time.Duration
+	// MemoryRecordFactor scales the margin over the highest recent peak by
+	// how far it jumped above the next lower peak: top · (1 + factor·(jump
+	// − 1)). After an OOM kill the bumped request is such a jump, and each
+	// further kill in the window makes it larger, so repeated kills
+	// escalate quickly. 0 turns it off.
+	MemoryRecordFactor float64
+	// MemoryRecordMaxMargin caps the margin over the highest recent peak.
+	MemoryRecordMaxMargin float64
 	// MemoryLowerBoundFraction places the lower bound below the target, as a
 	// fraction of the chosen arm's peak.
 	MemoryLowerBoundFraction float64
@@ -47,9 +59,12 @@ func DefaultAdaptiveConfig() AdaptiveConfig {
 		MemoryHorizons:           []time.Duration{day, 2 * day, 4 * day, 7 * day, 14 * day, 28 * day},
 		MemoryMargins:            []float64{0, 0.1, 0.2, 0.3, 0.5},
 		MemoryOverrunCost:        256,
-		MemoryYoungMargin:        4,
+		MemoryYoungMargin:        3,
 		MemoryZeroFactor:         0.2,
 		MemoryMaxExtraMargin:     3,
+		MemoryRecordWindow:       2 * day,
+		MemoryRecordFactor:       2,
+		MemoryRecordMaxMargin:    1,
 		MemoryLowerBoundFraction: 1.0,
 		MemoryUpperBoundFactor:   2.0,
 	}
@@ -69,6 +84,9 @@ func (c AdaptiveConfig) Validate() error {
 			errs = append(errs, fmt.Errorf("adaptive memory horizon must be > 0, got %v", h))
 		}
 	}
+	if c.MemoryRecordWindow <= 0 {
+		errs = append(errs, fmt.Errorf("adaptive memory record window must be > 0, got %v", c.MemoryRecordWindow))
+	}
 	finite := func(name string, v float64) {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("%s must be a finite number >= 0, got %v", name, v))
@@ -81,6 +99,8 @@ func (c AdaptiveConfig) Validate() error {
 	finite("adaptive memory young margin", c.MemoryYoungMargin)
 	finite("adaptive memory zero factor", c.MemoryZeroFactor)
 	finite("adaptive memory max extra margin", c.MemoryMaxExtraMargin)
+	finite("adaptive memory record factor", c.MemoryRecordFactor)
+	finite("adaptive memory record max margin", c.MemoryRecordMaxMargin)
 	errs = append(errs, boundErrors("adaptive", c.MemoryLowerBoundFraction, c.MemoryUpperBoundFactor)...)
 	return errors.Join(errs...)
 }
@@ -115,7 +135,9 @@ func (p *Adaptive) Recommend(aggregates map[string]*model.AggregateState, policy
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
 // chain, memory from MemoryEstimate, each at least minimum.
 func (p *Adaptive) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	return percentileCPU(p.percentile, p.MemoryEstimate, a, minimum)
+	return percentileCPU(p.percentile, func(h *model.DecayingHistogram, history time.Duration) (model.ResourceAmount, model.ResourceAmount, model.ResourceAmount) {
+		return p.MemoryEstimate(h, history, a.LastSampleStart)
+	}, a, minimum)
 }
 
 // peakBucket is one non-empty bucket of a memory peak histogram above the
@@ -137,11 +159,21 @@ type peakBucket struct {
 //	headroom(L) = 1 − Q(0.5)/L
 //	cost        = headroom + overrunCost · overrun
 //
-// The arm of lowest cost (ties: the higher target) gives target = L,
-// lower = level · lowerFraction and upper = target · upperFactor. A histogram
-// holding only first-bucket peaks yields the first bucket's upper edge for
-// all three.
-func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Duration) (lower, target, upper model.ResourceAmount) {
+// The arm of lowest cost (ties: the higher target) gives target = L. With
+// recordFactor > 0, a recent peak that jumped above the peaks below it
+// raises it (see record; recent means of the last recordWindow before now):
+//
+//	top         = edge of the highest bucket holding a recent peak
+//	prior       = edge of the next non-empty bucket below top
+//	target      = max(L, top · (1 + min(recordFactor · (top/prior − 1), recordMaxMargin)))
+//
+// After an OOM kill the bumped request is such a peak, and each further kill
+// in the same window raises top while prior stays: the margin grows with
+// every kill, so a workload far above its request needs few kills and
+// updates to get there. The level is then top. lower = level ·
+// lowerFraction and upper = target · upperFactor. A histogram holding only
+// first-bucket peaks yields the first bucket's upper edge for all three.
+func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Duration, now time.Time) (lower, target, upper model.ResourceAmount) {
 	if h.IsEmpty() {
 		return 0, 0, 0
 	}
@@ -199,9 +231,41 @@ func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Durat
 			}
 		}
 	}
+	if c.MemoryRecordFactor > 0 {
+		if top, prior, ok := record(h, buckets, now, c.MemoryRecordWindow); ok && top > prior {
+			margin := min(c.MemoryRecordFactor*(top/prior-1), c.MemoryRecordMaxMargin)
+			if l := top * (1 + margin); l > bestTarget {
+				bestTarget, bestLevel = l, top
+			}
+		}
+	}
 	levelAmount := model.MemoryAmountFromBytes(bestLevel)
 	target = model.MemoryAmountFromBytes(bestTarget)
 	lower = model.ScaleResource(levelAmount, c.MemoryLowerBoundFraction)
 	upper = model.ScaleResource(target, c.MemoryUpperBoundFactor)
 	return lower, target, upper
+}
+
+// record returns the edge of the highest peak bucket holding a peak of the
+// last window before now (top) and of the next non-empty bucket below it
+// (prior). A bucket holds a recent peak when it weighs at least as much as
+// one peak recorded window before now; several older peaks in one bucket
+// can weigh as much, which only makes a bucket look recent.
+func record(h *model.DecayingHistogram, buckets []peakBucket, now time.Time, window time.Duration) (top, prior float64, ok bool) {
+	if now.IsZero() {
+		// No CPU sample yet: no time to measure recency against.
+		return 0, 0, false
+	}
+	recent := math.Exp2(float64(now.Sub(h.ReferenceTimestamp())-window) / float64(h.HalfLife()))
+	i := len(buckets) - 1
+	for i >= 0 && buckets[i].weight < recent {
+		i--
+	}
+	if i < 0 {
+		return 0, 0, false
+	}
+	if i == 0 {
+		return 0, 0, false
+	}
+	return buckets[i].edge, buckets[i-1].edge, true
 }

@@ -75,7 +75,7 @@ func (o *CommandOptions) Run(ctx context.Context, stdout, stderr io.Writer) erro
 		ests = append(ests, e)
 	}
 	model := o.Model
-	base := Options{Model: &model, Estimators: ests, OOMFeedback: o.OOMFeedback,
+	base := Options{Model: &model, Estimators: ests, OOMFeedback: o.OOMFeedback, ZeroMemoryAsMissing: o.ZeroMemoryAsMissing,
 		Rule: NewUpdateRule(o.PodUpdateThreshold, o.PodLifetimeUpdateThreshold, o.EvictAfterOOMThreshold)}
 	if err := o.runTrace(ctx, o.Trace, o.Out, base, stdout, stderr); err != nil {
 		return err

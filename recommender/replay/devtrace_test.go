@@ -94,7 +94,7 @@ func TestDevelopmentTrace(t *testing.T) {
 
 // replayDefaults replays the trace at file with OOM feedback and every
 // estimator at its defaults, and returns the summaries by estimator name.
-func replayDefaults(t *testing.T, file string) map[string]Summary {
+func replayDefaults(t *testing.T, file string, zeroMissing bool) map[string]Summary {
 	t.Helper()
 	tr, err := OpenTrace(sharedTrace(t, file), FormatBitbrains)
 	if err != nil {
@@ -108,7 +108,7 @@ func replayDefaults(t *testing.T, file string) map[string]Summary {
 		}
 		ests = append(ests, e)
 	}
-	res, err := Replay(context.Background(), tr, Options{Estimators: ests, OOMFeedback: true})
+	res, err := Replay(context.Background(), tr, Options{Estimators: ests, OOMFeedback: true, ZeroMemoryAsMissing: zeroMissing})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,21 +124,25 @@ func replayDefaults(t *testing.T, file string) map[string]Summary {
 // for the adaptive estimator's defaults with OOM feedback: on the
 // development trace, where the defaults were chosen (the leanest swept
 // setting with at least 96% OOM-free days and at most 3 changes a day at
-// p99), and on the holdout trace, which played no part in choosing them.
+// p99), and on the holdout trace, which played no part in choosing them;
+// each also with 0-byte memory readings left out of the model.
 func TestAdaptiveDefaultsOnBothTraces(t *testing.T) {
 	type want struct {
 		slack, oomFree, p99, cpuShortfall float64
 	}
 	tests := map[string]struct {
-		file     string
-		adaptive want
+		file        string
+		zeroMissing bool
+		adaptive    want
 	}{
-		"development": {file: devTraceFile, adaptive: want{slack: 0.765, oomFree: 0.961, p99: 3, cpuShortfall: 0.0206}},
-		"holdout":     {file: holdoutTraceFile, adaptive: want{slack: 0.660, oomFree: 0.920, p99: 8, cpuShortfall: 0.0612}},
+		"development":                   {file: devTraceFile, adaptive: want{slack: 0.7615, oomFree: 0.9601, p99: 2, cpuShortfall: 0.0208}},
+		"holdout":                       {file: holdoutTraceFile, adaptive: want{slack: 0.6618, oomFree: 0.9275, p99: 9, cpuShortfall: 0.0600}},
+		"development, zeros as missing": {file: devTraceFile, zeroMissing: true, adaptive: want{slack: 0.7601, oomFree: 0.9793, p99: 2, cpuShortfall: 0.0203}},
+		"holdout, zeros as missing":     {file: holdoutTraceFile, zeroMissing: true, adaptive: want{slack: 0.7631, oomFree: 0.9589, p99: 3, cpuShortfall: 0.0606}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			sums := replayDefaults(t, tc.file)
+			sums := replayDefaults(t, tc.file, tc.zeroMissing)
 			a := sums[estimator.AdaptiveName]
 			if math.Abs(a.MemorySlackMean-tc.adaptive.slack) > 0.001 || math.Abs(a.OOMFreeFraction-tc.adaptive.oomFree) > 0.001 || a.ChangesPerDayP99 != tc.adaptive.p99 {
 				t.Errorf("adaptive: slack %.4f, OOM-free %.4f, changes/day p99 %v; want %.3f, %.3f, %v",

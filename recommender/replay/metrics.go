@@ -20,6 +20,9 @@ type Summary struct {
 	// OOMEventsPerDayMean is the mean number of memory samples above the
 	// request per workload-day (each one an OOM kill with --oom-feedback).
 	OOMEventsPerDayMean float64 `json:"oom_events_per_day_mean"`
+	// UnrecordedOOMEventsPerDayMean is the part of OOMEventsPerDayMean the
+	// model dropped (kills in a memory window whose peak reads 0).
+	UnrecordedOOMEventsPerDayMean float64 `json:"unrecorded_oom_events_per_day_mean"`
 	// OOMEpisodes counts the runs of consecutive OOM samples that began on a
 	// scored day; RecoveryHoursMean and RecoveryHoursP90 are the times from
 	// an episode's first OOM sample to the first sample within the request.
@@ -31,7 +34,7 @@ type Summary struct {
 // Summarize aggregates the scores picked by score from days; days for which
 // score returns nil are skipped.
 func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
-	var cpuSlack, memSlack, shortfall, changes, ooms, recoveries []float64
+	var cpuSlack, memSlack, shortfall, changes, ooms, unrecorded, recoveries []float64
 	oomFree := 0
 	for i := range days {
 		s := score(&days[i])
@@ -43,6 +46,7 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		shortfall = append(shortfall, s.CPUShortfall)
 		changes = append(changes, float64(s.Changes))
 		ooms = append(ooms, float64(s.OOMSamples))
+		unrecorded = append(unrecorded, float64(s.UnrecordedOOMs))
 		for _, r := range s.Recoveries {
 			recoveries = append(recoveries, r.Hours())
 		}
@@ -65,8 +69,9 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		ChangesPerDayMean: mean(changes),
 		ChangesPerDayP99:  nearestRank(changes, 0.99),
 
-		OOMEventsPerDayMean: mean(ooms),
-		OOMEpisodes:         len(recoveries),
+		OOMEventsPerDayMean:           mean(ooms),
+		UnrecordedOOMEventsPerDayMean: mean(unrecorded),
+		OOMEpisodes:                   len(recoveries),
 	}
 	if len(recoveries) > 0 {
 		sum.RecoveryHoursMean = mean(recoveries)

@@ -26,6 +26,9 @@ type CommandOptions struct {
 	Holdout string
 	// OOMFeedback is --oom-feedback (Options.OOMFeedback).
 	OOMFeedback bool
+	// ZeroMemoryAsMissing is --zero-memory-as-missing
+	// (Options.ZeroMemoryAsMissing).
+	ZeroMemoryAsMissing bool
 
 	Estimators estimator.Options
 	Model      model.Config
@@ -64,6 +67,7 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "Do not report progress on stderr.")
 	fs.StringVar(&o.Holdout, "holdout", o.Holdout, "Holdout trace (same --input-format): replayed with the same settings, and swept with --sweep, and reported beside --trace under DIR/holdout/. Choose settings on --trace only.")
 	fs.BoolVar(&o.OOMFeedback, "oom-feedback", o.OOMFeedback, "Treat a memory sample above the request as an OOM kill: the model records the OOM (with the OOM bump) instead of the sample, and the updater's quick-OOM rule applies. false replays the trace as observed and only scores such samples, as earlier releases did.")
+	fs.BoolVar(&o.ZeroMemoryAsMissing, "zero-memory-as-missing", o.ZeroMemoryAsMissing, "Leave memory samples of 0 bytes out of the model (they are still scored), as missing readings: a running container never reports 0 bytes. Fed to the model, a window whose first sample reads 0 keeps 0 as its peak and drops the OOM kills in it.")
 	options.AddEstimatorFlags(fs, &o.Estimators)
 	options.AddModelFlags(fs, &o.Model)
 	fs.Float64Var(&o.PodUpdateThreshold, "pod-update-threshold", o.PodUpdateThreshold, "Updater: minimum relative change of requests for a pod within its bounds.")

@@ -40,6 +40,13 @@ type Options struct {
 	// and a sample above the request only counts against the score (the
 	// scoring of earlier releases).
 	OOMFeedback bool
+	// ZeroMemoryAsMissing leaves memory samples of 0 bytes out of the model
+	// (they are still scored): a running container never reports 0 bytes to
+	// metrics-server, so a 0 in a trace is a missing reading. Fed to the
+	// model, a window whose first sample reads 0 keeps 0 as its peak and
+	// drops the rest of its samples and any OOM kill in it (upstream's
+	// rule).
+	ZeroMemoryAsMissing bool
 	// Progress, when set, is called after each workload.
 	Progress func(done, total int)
 }
@@ -96,6 +103,10 @@ type Score struct {
 	// Changes is the number of updates applied during the day (per
 	// workload; every container of the workload counts them).
 	Changes int
+	// UnrecordedOOMs is the number of OOMSamples that were kills the model
+	// dropped: the container's memory window had a peak of 0 bytes (its
+	// first sample read 0), and upstream's rule then keeps 0.
+	UnrecordedOOMs int
 	// Recoveries holds, for every OOM episode that began during the day, the
 	// time from its first OOM sample to the first later sample within the
 	// request in force (to the container's last sample when none is).
@@ -147,6 +158,7 @@ type series struct {
 type dayAcc struct {
 	cpuReqSum, memReqSum float64
 	ooms, cpuOver        int
+	unrecorded           int
 	recoveries           []time.Duration
 }
 
@@ -199,7 +211,7 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule, opts.OOMFeedback)
+		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule, opts.OOMFeedback, opts.ZeroMemoryAsMissing)
 		res.Days = append(res.Days, days...)
 		res.Workloads = append(res.Workloads, tl)
 		if opts.Progress != nil {
@@ -209,7 +221,7 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule, feedback bool) ([]DayScore, *Timeline) {
+func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule, feedback, zeroMissing bool) ([]DayScore, *Timeline) {
 	t0, end := w.Start(), w.End()
 	all := make([]*series, len(ests))
 	for i, e := range ests {
@@ -249,8 +261,13 @@ func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []est
 					// Before its first request (a trace without requests, in its
 					// first hour) a container has no limit to be killed at.
 					if !feedback || !oom || !req.set {
-						sr.states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
+						if s.Memory > 0 || !zeroMissing {
+							sr.states[ci].AddMemorySample(s.Time, model.MemoryAmountFromBytes(s.Memory))
+						}
 						continue
+					}
+					if st := sr.states[ci]; st.MaxMemoryPeak() == 0 && s.Time.Before(st.WindowEnd) {
+						a.unrecorded++
 					}
 					// The container is killed at its request and restarts; the
 					// recommender sees the kill, and the updater acts on it
@@ -458,6 +475,7 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 					CPURequestMean:    a.cpuReqSum / n,
 					MemoryRequestMean: a.memReqSum / n,
 					OOMSamples:        a.ooms,
+					UnrecordedOOMs:    a.unrecorded,
 					CPUShortfall:      float64(a.cpuOver) / n,
 					Changes:           sr.changes[day],
 					Recoveries:        a.recoveries,

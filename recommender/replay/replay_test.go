@@ -332,3 +332,47 @@ func TestReplayOOMFeedbackNeedsARequest(t *testing.T) {
 		t.Errorf("summary %+v, want no OOM", s)
 	}
 }
+
+func TestReplayZeroMemoryAsMissing(t *testing.T) {
+	// Hourly samples of 400Mi (provisioned 1000Mi), except that day 1's
+	// memory window (from 24h) opens with a reading of 0 bytes, and a spike
+	// of 1200Mi at 30h. Fed to the model, the 0 keeps the window's peak at
+	// 0, so the kill at 30h is dropped; as a missing reading it is not fed
+	// and the kill is recorded.
+	const mi = 1 << 20
+	var samples []Sample
+	for i := range 77 {
+		mem := 400.0 * mi
+		switch i {
+		case 24:
+			mem = 0
+		case 30:
+			mem = 1200 * mi
+		}
+		samples = append(samples, Sample{Time: t0.Add(time.Duration(i) * time.Hour), CPU: 1, Memory: mem, CPURequest: 2, MemoryRequest: 1000 * mi})
+	}
+	trace := &Trace{HasRequests: true, Workloads: []*Workload{{Name: "w", Containers: []*Container{{Name: "c", Samples: samples}}}}}
+	tests := map[string]struct {
+		zeroMissing    bool
+		wantUnrecorded int
+	}{
+		"zero fed to the model": {wantUnrecorded: 1},
+		"zero as missing":       {zeroMissing: true, wantUnrecorded: 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{edgeEstimator{}}, OOMFeedback: true, ZeroMemoryAsMissing: tc.zeroMissing})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d1 := res.Days[0]
+			if d1.Day != 1 || d1.Scores[0].OOMSamples != 1 || d1.Scores[0].UnrecordedOOMs != tc.wantUnrecorded {
+				t.Fatalf("day %d: %d OOM samples, %d unrecorded; want day 1 with 1, %d", d1.Day, d1.Scores[0].OOMSamples, d1.Scores[0].UnrecordedOOMs, tc.wantUnrecorded)
+			}
+			sum := res.EstimatorSummary(0)
+			if !near(sum.UnrecordedOOMEventsPerDayMean, float64(tc.wantUnrecorded)/float64(sum.WorkloadDays)) {
+				t.Errorf("unrecorded per day %v", sum.UnrecordedOOMEventsPerDayMean)
+			}
+		})
+	}
+}

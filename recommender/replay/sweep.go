@@ -23,7 +23,8 @@ type SweepPoint struct {
 //     (the memory upper-bound percentile is raised to the target percentile
 //     when below it, so that a fresh target is inside its own bounds);
 //   - peak: --peak-memory-margin 0…0.5 × --peak-memory-horizon 3d, 7d, 14d;
-//   - adaptive: --adaptive-memory-overrun-cost 64…4096 × --adaptive-memory-young-margin 0.5…4.
+//   - adaptive: --adaptive-memory-overrun-cost 64…4096 × --adaptive-memory-young-margin 0.5…4
+//     × --adaptive-memory-record-factor 0, 1, 2.
 //
 // Every other knob keeps its default.
 func SweepSettings() ([]estimator.Estimator, []SweepPoint) {
@@ -51,14 +52,18 @@ func SweepSettings() ([]estimator.Estimator, []SweepPoint) {
 				Knobs: [][2]string{{"peak-memory-horizon", pc.MemoryHorizon.String()}, {"peak-memory-margin", f(m)}}})
 		}
 	}
-	for _, cost := range []float64{64, 256, 1024, 4096} {
-		for _, young := range []float64{0.5, 1, 2, 3, 4} {
-			ac := estimator.DefaultAdaptiveConfig()
-			ac.MemoryOverrunCost = cost
-			ac.MemoryYoungMargin = young
-			ests = append(ests, estimator.NewAdaptive(estimator.DefaultConfig(), ac))
-			points = append(points, SweepPoint{Estimator: estimator.AdaptiveName,
-				Knobs: [][2]string{{"adaptive-memory-overrun-cost", f(cost)}, {"adaptive-memory-young-margin", f(young)}}})
+	for _, record := range []float64{0, 1, 2} {
+		for _, cost := range []float64{64, 256, 1024, 4096} {
+			for _, young := range []float64{0.5, 1, 2, 3, 4} {
+				ac := estimator.DefaultAdaptiveConfig()
+				ac.MemoryOverrunCost = cost
+				ac.MemoryYoungMargin = young
+				ac.MemoryRecordFactor = record
+				ests = append(ests, estimator.NewAdaptive(estimator.DefaultConfig(), ac))
+				points = append(points, SweepPoint{Estimator: estimator.AdaptiveName,
+					Knobs: [][2]string{{"adaptive-memory-overrun-cost", f(cost)}, {"adaptive-memory-young-margin", f(young)},
+						{"adaptive-memory-record-factor", f(record)}}})
+			}
 		}
 	}
 	return ests, points
@@ -83,7 +88,7 @@ func RunSweep(ctx context.Context, trace *Trace, base Options) ([]SweepPoint, er
 func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"estimator", "knobs", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction",
-		"cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99", "oom_events_per_day_mean", "recovery_hours_mean"}); err != nil {
+		"cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99", "oom_events_per_day_mean", "unrecorded_oom_events_per_day_mean", "recovery_hours_mean"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
@@ -98,7 +103,7 @@ func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 		s := p.Summary
 		if err := cw.Write([]string{p.Estimator, knobs, strconv.Itoa(s.WorkloadDays), f(s.MemorySlackMean), f(s.MemorySlackMedian),
 			f(s.OOMFreeFraction), f(s.CPUSlackMean), f(s.CPUShortfallMean), f(s.ChangesPerDayMean), f(s.ChangesPerDayP99),
-			f(s.OOMEventsPerDayMean), f(s.RecoveryHoursMean)}); err != nil {
+			f(s.OOMEventsPerDayMean), f(s.UnrecordedOOMEventsPerDayMean), f(s.RecoveryHoursMean)}); err != nil {
 			return err
 		}
 	}

@@ -380,6 +380,9 @@ func AddEstimatorFlags(fs *pflag.FlagSet, o *estimator.Options) {
 	fs.Float64Var(&ad.MemoryYoungMargin, "adaptive-memory-young-margin", ad.MemoryYoungMargin, "Adaptive estimator: extra margin divided by the history length in days (at least 1).")
 	fs.Float64Var(&ad.MemoryZeroFactor, "adaptive-memory-zero-factor", ad.MemoryZeroFactor, "Adaptive estimator: extra margin per unit of z/(1-z), z the weight share of peaks that read as no usage.")
 	fs.Float64Var(&ad.MemoryMaxExtraMargin, "adaptive-memory-max-extra-margin", ad.MemoryMaxExtraMargin, "Adaptive estimator: cap on the young and zero margins together.")
+	fs.DurationVar(&ad.MemoryRecordWindow, "adaptive-memory-record-window", ad.MemoryRecordWindow, "Adaptive estimator: how recent a memory peak must be to count as a jump above the peaks below it.")
+	fs.Float64Var(&ad.MemoryRecordFactor, "adaptive-memory-record-factor", ad.MemoryRecordFactor, "Adaptive estimator: margin over the highest recent memory peak per unit of its jump (its value / the next lower peak - 1); 0 turns it off.")
+	fs.Float64Var(&ad.MemoryRecordMaxMargin, "adaptive-memory-record-max-margin", ad.MemoryRecordMaxMargin, "Adaptive estimator: cap on the margin over the highest recent memory peak.")
 	fs.Float64Var(&ad.MemoryLowerBoundFraction, "adaptive-memory-lower-bound-fraction", ad.MemoryLowerBoundFraction, "Adaptive estimator: lower bound as a fraction of the chosen arm's peak.")
 	fs.Float64Var(&ad.MemoryUpperBoundFactor, "adaptive-memory-upper-bound-factor", ad.MemoryUpperBoundFactor, "Adaptive estimator: upper bound as a multiple of the target.")
 }
