@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -213,6 +214,10 @@ type Recommender struct {
 
 	// owned are the shards this replica serves (Deps.Shards).
 	owned map[int]bool
+	// statusPending counts the status writes queued and not yet finished
+	// (statusInflight also holds the finished ones until the next loop
+	// applies them).
+	statusPending atomic.Int64
 	// statusBacklog is the number of status writes of earlier loops still
 	// running when this loop began.
 	statusBacklog int
@@ -383,7 +388,7 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 	begin := r.deps.Clock.Now()
 	t := begin
 	r.bg.apply()
-	r.statusBacklog = len(r.statusInflight)
+	r.statusBacklog = int(r.statusPending.Load())
 	if r.deps.Shards != nil {
 		r.syncShards(ctx)
 	}
@@ -799,7 +804,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	for k, n := range counts {
 		r.deps.Prom.VPAObjects.WithLabelValues(k.mode, k.hasRec, "v1", k.matches, k.unsupported).Set(float64(n))
 	}
-	jobs, waiting, firstWaiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-len(r.statusInflight), r.cfg.StatusWritesPerLoop > 0)
+	jobs, waiting, firstWaiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-int(r.statusPending.Load()), r.cfg.StatusWritesPerLoop > 0)
 	r.firstWaiting = firstWaiting
 	r.deps.Prom.StatusWritesWaiting.Set(float64(waiting))
 	r.writeStatuses(ctx, jobs, now)
@@ -900,9 +905,11 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 	for _, j := range jobs {
 		r.statusInflight[j.key] = struct{}{}
 	}
+	r.statusPending.Add(int64(len(jobs)))
 	r.bg.run(func() {
 		updated := make([]*vpav1.VerticalPodAutoscaler, len(jobs))
 		r.parallel(ctx, len(jobs), func(i int) {
+			defer r.statusPending.Add(-1)
 			j := jobs[i]
 			if !r.mayWrite(j.key) {
 				return // the shard moved to another replica meanwhile

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -390,5 +391,62 @@ func BenchmarkNeedsWrite(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		NeedsWrite(old, updated, start, start, time.Hour, 0)
+	}
+}
+
+// tokenStatus lets one status write through per token and counts the
+// finished ones.
+type tokenStatus struct {
+	StatusWriter
+	tokens   chan struct{}
+	finished atomic.Int32
+}
+
+func (w *tokenStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
+	select {
+	case <-w.tokens:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer w.finished.Add(1)
+	return w.StatusWriter.WriteStatus(ctx, v, s)
+}
+
+// TestStatusWritesPerLoopCountsUnfinishedWrites: the room a loop has for
+// status writes is the cap less the writes still unfinished, not less the
+// whole batch they came in: with QPS-paced writes a batch is still running
+// when the next loop starts, and counting all of it would leave every other
+// loop without writes (10,000 new VPAs got 30 instead of 50 writes a second).
+func TestStatusWritesPerLoopCountsUnfinishedWrites(t *testing.T) {
+	h := newHarness(t, func(c *Config) { c.StatusWritesPerLoop = 3 })
+	w := &tokenStatus{StatusWriter: h.rec.deps.Status, tokens: make(chan struct{}, 10)}
+	h.rec.deps.Status = w
+	for i := range 7 {
+		name := fmt.Sprintf("web%d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+	}
+	ctx := context.Background()
+	h.rec.RunOnce(ctx) // queues 3
+	w.tokens <- struct{}{}
+	w.tokens <- struct{}{}
+	deadline := time.Now().Add(10 * time.Second)
+	for w.finished.Load() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d of 2 released writes finished", w.finished.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clk.Step(time.Minute)
+	h.rec.RunOnce(ctx) // one write of the first batch still runs: room for 2
+	if got := h.rec.statusPending.Load(); got != 3 {
+		t.Errorf("%d status writes unfinished after the second loop, want 1 left + 2 new", got)
+	}
+	for range 3 {
+		w.tokens <- struct{}{}
+	}
+	h.rec.WaitWrites()
+	if got := w.finished.Load(); got != 5 {
+		t.Errorf("%d status writes after two loops, want 5", got)
 	}
 }
