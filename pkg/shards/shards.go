@@ -103,6 +103,8 @@ type Manager struct {
 	seen    map[string]seen
 	members int
 	self    *coordinationv1.Lease
+	// rounds counts the rounds run so far.
+	rounds int
 }
 
 // New returns a Manager.
@@ -271,8 +273,18 @@ func (m *Manager) round(ctx context.Context) {
 	}
 	// Take free shards up to the share, starting at a point of this
 	// replica's own so that replicas starting together try different ones.
+	// Not in the first round: it only announces this replica, so that
+	// replicas starting together count each other before they take shards
+	// (otherwise the first to list takes every shard and must then hand
+	// half of them over, saving their checkpoints, before the others can
+	// write a first status).
+	m.rounds++
+	takeFrom := m.o.Shards
+	if m.rounds > 1 {
+		takeFrom = 0
+	}
 	start := Of(m.o.Identity, m.o.Shards)
-	for k := 0; k < m.o.Shards && len(active) < share; k++ {
+	for k := takeFrom; k < m.o.Shards && len(active) < share; k++ {
 		i := (start + k) % m.o.Shards
 		if _, ok := m.held[i]; ok {
 			continue

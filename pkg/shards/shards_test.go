@@ -132,6 +132,10 @@ func TestSharesAndHandOver(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	a := newManager(t, f, clk, "a")
 	step(clk, a)
+	if n := len(owned(a)); n != 0 {
+		t.Fatalf("a owns %d shards after its first round, which only announces it", n)
+	}
+	step(clk, a)
 	if n := len(owned(a)); n != 8 {
 		t.Fatalf("a alone owns %d shards, want 8", n)
 	}
@@ -226,4 +230,26 @@ func TestRBACNamesEveryLease(t *testing.T) {
 			t.Errorf("deploy/rbac/recommender.yaml does not name %s", m.memberName(k))
 		}
 	}
+}
+
+// TestReplicasStartingTogetherSplitAtOnce: replicas started at the same
+// time take shares of the shards from the start, without the first one
+// taking all of them and handing half over (which at 10,000 VPAs costs the
+// checkpoints of 5,000 before the second replica writes anything).
+func TestReplicasStartingTogetherSplitAtOnce(t *testing.T) {
+	f := &fakeLeases{m: map[string]*coordinationv1.Lease{}}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	a, b := newManager(t, f, clk, "a"), newManager(t, f, clk, "b")
+	step(clk, a) // a starts first, b a moment later
+	step(clk, b)
+	for range 2 {
+		step(clk, a, b)
+		if len(a.Snapshot().Draining) > 0 || len(b.Snapshot().Draining) > 0 {
+			t.Fatalf("a replica gives shards away right after starting: a %v, b %v", a.Snapshot().Draining, b.Snapshot().Draining)
+		}
+	}
+	if na, nb := len(owned(a)), len(owned(b)); na != 4 || nb != 4 {
+		t.Fatalf("a owns %d shards, b %d, want 4 each", na, nb)
+	}
+	checkDisjoint(t, a, b)
 }
