@@ -103,8 +103,10 @@ type Manager struct {
 	seen    map[string]seen
 	members int
 	self    *coordinationv1.Lease
-	// rounds counts the rounds run so far.
-	rounds int
+	// rounds counts the rounds run so far; settled closes at the end of
+	// the first round that may take shards.
+	rounds  int
+	settled chan struct{}
 }
 
 // New returns a Manager.
@@ -128,8 +130,9 @@ func New(o Options, client leases.ListClient) (*Manager, error) {
 			Help: "Shards this replica serves."}),
 		member: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shard_members", Namespace: "vpa_recommender",
 			Help: "Live replicas sharing the shards, as this replica counts them."}),
-		held: map[int]*held{},
-		seen: map[string]seen{},
+		held:    map[int]*held{},
+		seen:    map[string]seen{},
+		settled: make(chan struct{}),
 	}
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(m.owned, m.member)
@@ -311,7 +314,17 @@ func (m *Manager) round(ctx context.Context) {
 	}
 	m.owned.Set(float64(len(active)))
 	m.member.Set(float64(members))
+	if m.rounds == 2 {
+		close(m.settled)
+	}
 }
+
+// LeaseDuration is the Leases' duration.
+func (m *Manager) LeaseDuration() time.Duration { return m.o.LeaseDuration }
+
+// Settled is closed once the manager has run the first round in which it
+// takes shards: a loop started before would serve nothing for an interval.
+func (m *Manager) Settled() <-chan struct{} { return m.settled }
 
 func (m *Manager) activeIndices() []int {
 	var out []int

@@ -253,3 +253,26 @@ func TestReplicasStartingTogetherSplitAtOnce(t *testing.T) {
 	}
 	checkDisjoint(t, a, b)
 }
+
+func TestSettledAfterTheFirstTakingRound(t *testing.T) {
+	f := &fakeLeases{m: map[string]*coordinationv1.Lease{}}
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	a := newManager(t, f, clk, "a")
+	isSettled := func() bool {
+		select {
+		case <-a.Settled():
+			return true
+		default:
+			return false
+		}
+	}
+	step(clk, a)
+	if isSettled() {
+		t.Fatal("settled after the round that only announces the replica")
+	}
+	step(clk, a)
+	if !isSettled() || len(owned(a)) != 8 {
+		t.Fatalf("settled %v with %d shards after the second round, want settled with 8", isSettled(), len(owned(a)))
+	}
+	step(clk, a) // a later round must not close it again
+}

@@ -354,6 +354,15 @@ func runSharded(ctx context.Context, m *shards.Manager, releaseTimeout time.Dura
 	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() { m.Run(mctx) })
+	// The first loop waits for the first shards (a retry period after the
+	// start), or for a lease duration when the Leases cannot be written.
+	settle := time.NewTimer(m.LeaseDuration())
+	select {
+	case <-m.Settled():
+	case <-settle.C:
+	case <-ctx.Done():
+	}
+	settle.Stop()
 	err := run(ctx)
 	stop()
 	wg.Wait()
