@@ -265,11 +265,7 @@ func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
 	status := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
 	h.rec.deps.Status = status
-	for i := range 12 {
-		name := fmt.Sprintf("web%d", i)
-		h.addVPA("ns", name, name)
-		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
-	}
+	h.addWorkloads(12)
 	ctx := context.Background()
 	h.rec.RunOnce(ctx) // queues 12 status writes, which wait at the gate
 	for range 3 {
@@ -297,11 +293,7 @@ func TestCheckpointsWaitForWaitingFirstRecommendations(t *testing.T) {
 		c.CheckpointsWriteInterval = time.Minute
 		c.StatusWritesPerLoop = 4
 	})
-	for i := range 10 {
-		name := fmt.Sprintf("web%d", i)
-		h.addVPA("ns", name, name)
-		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
-	}
+	h.addWorkloads(10)
 	checkpointWrites := func() int {
 		return h.count("patch", "verticalpodautoscalercheckpoints") + h.count("create", "verticalpodautoscalercheckpoints")
 	}

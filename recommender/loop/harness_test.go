@@ -173,6 +173,19 @@ func (h *harness) deleteVPA(ns, name string) {
 	h.sync()
 }
 
+// addWorkloads adds n VPAs web0…web<n-1> in namespace ns, each with one
+// pod of one container "app" (300m, 200Mi), and returns their names.
+func (h *harness) addWorkloads(n int) []string {
+	names := make([]string, n)
+	for i := range n {
+		name := fmt.Sprintf("web%d", i)
+		h.addVPA("ns", name, name)
+		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
+		names[i] = name
+	}
+	return names
+}
+
 // addPod adds a running pod of deployment app with the given containers.
 func (h *harness) addPod(ns, name, app string, cpuMilli, memBytes int64, containers ...string) {
 	h.addPodWith(ns, name, app, cpuMilli, memBytes, nil, containers...)

@@ -199,11 +199,7 @@ func TestStatusWritesPerLoop(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.StatusWritesPerLoop = 3 })
 	w := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
 	h.rec.deps.Status = w
-	for i := range 7 {
-		name := fmt.Sprintf("web%d", i)
-		h.addVPA("ns", name, name)
-		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
-	}
+	h.addWorkloads(7)
 	ctx := context.Background()
 	recommended := func() int {
 		n := 0
@@ -421,11 +417,7 @@ func TestStatusWritesPerLoopCountsUnfinishedWrites(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.StatusWritesPerLoop = 3 })
 	w := &tokenStatus{StatusWriter: h.rec.deps.Status, tokens: make(chan struct{}, 10)}
 	h.rec.deps.Status = w
-	for i := range 7 {
-		name := fmt.Sprintf("web%d", i)
-		h.addVPA("ns", name, name)
-		h.addPod("ns", name+"-1", name, 300, 200*mi, "app")
-	}
+	h.addWorkloads(7)
 	ctx := context.Background()
 	h.rec.RunOnce(ctx) // queues 3
 	w.tokens <- struct{}{}
