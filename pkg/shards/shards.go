@@ -282,12 +282,9 @@ func (m *Manager) round(ctx context.Context) {
 	// half of them over, saving their checkpoints, before the others can
 	// write a first status).
 	m.rounds++
-	takeFrom := m.o.Shards
-	if m.rounds > 1 {
-		takeFrom = 0
-	}
+	announceOnly := m.rounds == 1
 	start := Of(m.o.Identity, m.o.Shards)
-	for k := takeFrom; k < m.o.Shards && len(active) < share; k++ {
+	for k := 0; !announceOnly && k < m.o.Shards && len(active) < share; k++ {
 		i := (start + k) % m.o.Shards
 		if _, ok := m.held[i]; ok {
 			continue

@@ -115,31 +115,19 @@ type Restored struct {
 	LastUpdate time.Time
 }
 
-// Restore decodes checkpoints; cfgFor gives the model configuration of each
-// key (nil means the default). Corrupt checkpoints are returned as errors and
-// left out; the caller logs them and overwrites them at the next write.
-func Restore(cps []vpav1.VerticalPodAutoscalerCheckpoint, cfgFor func(Key) *model.Config, now time.Time) ([]Restored, []error) {
-	var out []Restored
-	var errs []error
-	for i := range cps {
-		cp := &cps[i]
-		k := KeyOf(cp)
-		if k.VPA == "" || k.Container == "" {
-			errs = append(errs, fmt.Errorf("checkpoint %s/%s has no VPA or container name", cp.Namespace, cp.Name))
-			continue
-		}
-		var cfg *model.Config
-		if cfgFor != nil {
-			cfg = cfgFor(k)
-		}
-		a, err := model.RestoreCheckpoint(cfg, &cp.Status, now)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("checkpoint %s/%s: %w", cp.Namespace, cp.Name, err))
-			continue
-		}
-		out = append(out, Restored{Key: k, Aggregate: a, LastUpdate: cp.Status.LastUpdateTime.Time})
+// Restore decodes one checkpoint with the model configuration cfg (nil
+// means the default). A corrupt checkpoint is an error; the caller logs it
+// and overwrites it at the next write.
+func Restore(cp *vpav1.VerticalPodAutoscalerCheckpoint, cfg *model.Config, now time.Time) (Restored, error) {
+	k := KeyOf(cp)
+	if k.VPA == "" || k.Container == "" {
+		return Restored{}, fmt.Errorf("checkpoint %s/%s has no VPA or container name", cp.Namespace, cp.Name)
 	}
-	return out, errs
+	a, err := model.RestoreCheckpoint(cfg, &cp.Status, now)
+	if err != nil {
+		return Restored{}, fmt.Errorf("checkpoint %s/%s: %w", cp.Namespace, cp.Name, err)
+	}
+	return Restored{Key: k, Aggregate: a, LastUpdate: cp.Status.LastUpdateTime.Time}, nil
 }
 
 // GarbageCollect lists the checkpoints of namespace ("" for all) and deletes

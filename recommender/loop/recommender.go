@@ -314,14 +314,13 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 			return nil
 		}
 		objs[k] = v
-		rs, errs := checkpoint.Restore([]vpav1.VerticalPodAutoscalerCheckpoint{*cp}, func(ck checkpoint.Key) *model.Config {
-			return r.modelConfig(v, ck.Container)
-		}, now)
-		for _, err := range errs {
+		rs, err := checkpoint.Restore(cp, r.modelConfig(v, cp.Spec.ContainerName), now)
+		if err != nil {
 			logger.Error(err, "Skipping unreadable checkpoint")
+			skipped++
+			return nil
 		}
-		skipped += len(errs)
-		restored = append(restored, rs...)
+		restored = append(restored, rs)
 		return nil
 	})
 	if err != nil {
@@ -838,7 +837,10 @@ func limitStatusJobs(jobs []statusJob, room int, capped bool) (run []statusJob, 
 		if c := a.written.Compare(b.written); c != 0 {
 			return c
 		}
-		return strings.Compare(a.key.String(), b.key.String())
+		if c := strings.Compare(a.key.Namespace, b.key.Namespace); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.Name, b.key.Name)
 	})
 	if !capped || len(jobs) <= room {
 		return jobs, 0, 0

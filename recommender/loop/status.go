@@ -205,13 +205,13 @@ const BoundsTolerance = 0.5
 // VPA at every loop because of it); the slots spread those writes evenly over
 // maxAge, and no bound is ever more than maxAge stale.
 func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now time.Time, maxAge, phase time.Duration) bool {
-	if !StatusChanged(old, updated) {
-		return false
-	}
 	oc, nc := containersOf(old.Recommendation), containersOf(updated.Recommendation)
-	if !conditionsEqual(old.Conditions, updated.Conditions) ||
-		!int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration) ||
-		(len(oc) == 0) != (len(nc) == 0) {
+	sameConditions := conditionsEqual(old.Conditions, updated.Conditions) &&
+		int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration)
+	if sameConditions && containersEqual(oc, nc) {
+		return false // StatusChanged says no
+	}
+	if !sameConditions || (len(oc) == 0) != (len(nc) == 0) {
 		return true
 	}
 	if lastWrite.Before(lastSlot(now, maxAge, phase)) {
