@@ -923,9 +923,7 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 				return
 			}
 			logger.V(5).Info("Wrote VPA status", "vpa", j.key.String())
-			// It stands in for the informer's copy, which has none.
-			u.ManagedFields = nil
-			updated[i] = u
+			updated[i] = standIn(j.obj, u)
 		}, false)
 		r.bg.finished(func() {
 			for i, j := range jobs {
@@ -941,6 +939,20 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 			}
 		})
 	})
+}
+
+// standIn is what stands in for the informer's copy of a VPA whose status
+// this process just wrote, until the informer catches up: the object the
+// write was based on, its metadata and spec shared rather than decoded
+// again from the answer (at 10,000 VPAs the decoded copies held 9 MB), with
+// the answer's resourceVersion and status. A spec changed meanwhile reaches
+// the loop as it would without the write, through the informer, whose
+// resourceVersion then differs from the one the write was based on.
+func standIn(base, written *vpav1.VerticalPodAutoscaler) *vpav1.VerticalPodAutoscaler {
+	out := *base
+	out.ResourceVersion = written.ResourceVersion
+	out.Status = written.Status
+	return &out
 }
 
 // parallel runs f(0..n-1) on the configured number of workers. With

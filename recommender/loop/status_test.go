@@ -284,8 +284,11 @@ func TestLimitStatusJobs(t *testing.T) {
 }
 
 // managedFieldsStatus returns what the API server returns for a status
-// patch: the object with its managedFields.
+// patch: the object with its managedFields and a new resourceVersion
+// (writtenVersion; the fake clientset keeps none).
 type managedFieldsStatus struct{ StatusWriter }
+
+const writtenVersion = "written"
 
 func (m managedFieldsStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
 	u, err := m.StatusWriter.WriteStatus(ctx, v, s)
@@ -293,28 +296,44 @@ func (m managedFieldsStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalP
 		return nil, err
 	}
 	u.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: checkpoint.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"}}
+	u.ResourceVersion = writtenVersion
 	return u, nil
 }
 
-// TestWrittenObjectHeldWithoutManagedFields: the object a status write
-// returns stands in for the informer's copy until the informer catches up,
-// and is kept as the informer keeps its objects, without managedFields
-// (they are most of a written VPA's bytes).
-func TestWrittenObjectHeldWithoutManagedFields(t *testing.T) {
+// TestWrittenObjectHeldInTheCachedForm: the object a status write returns
+// stands in for the informer's copy until the informer catches up. It is
+// held as the cached object with the written resourceVersion and status:
+// neither the answer's managedFields (most of a written VPA's bytes) nor a
+// second decoded copy of its metadata and spec.
+func TestWrittenObjectHeldInTheCachedForm(t *testing.T) {
 	h := newHarness(t, nil)
 	h.rec.deps.Status = managedFieldsStatus{h.rec.deps.Status}
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	ctx := context.Background()
+	k := types.NamespacedName{Namespace: "ns", Name: "web"}
+	cached, err := h.rec.deps.VPAs.VerticalPodAutoscalers("ns").Get("web")
+	if err != nil {
+		t.Fatal(err)
+	}
 	h.rec.RunOnce(ctx)
 	h.rec.WaitWrites()
 	h.rec.RunOnce(ctx) // applies the outcome; the lister has not caught up
-	st := h.rec.vpas[types.NamespacedName{Namespace: "ns", Name: "web"}]
+	st := h.rec.vpas[k]
 	if st == nil || st.obj == nil || !HasRecommendation(st.obj.Status.Recommendation) {
 		t.Fatalf("the loop does not hold the written object")
 	}
 	if len(st.obj.ManagedFields) != 0 {
 		t.Errorf("the written object is held with its managedFields")
+	}
+	if st.obj.ResourceVersion != writtenVersion {
+		t.Errorf("held resourceVersion %q, want the written %q", st.obj.ResourceVersion, writtenVersion)
+	}
+	if st.obj.Spec.TargetRef != cached.Spec.TargetRef {
+		t.Errorf("the held object carries a copy of the spec, not the cached one")
+	}
+	if st.obj == cached || cached.Status.Recommendation != nil {
+		t.Errorf("the cached object was modified in place")
 	}
 }
 
