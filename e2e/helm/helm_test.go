@@ -125,15 +125,20 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 		t.Errorf("the release lacks RBAC: %v", kinds)
 	}
 
-	// Deployments available on the KWOK nodes.
+	// Deployments available on the KWOK nodes. helm --wait watches the
+	// pods; the deployment controller writes availableReplicas after that,
+	// so the status is polled.
 	for _, name := range []string{"vpa-recommender", "vpa-updater", "vpa-admission-controller"} {
-		d, err := c.Client.AppsV1().Deployments("kube-system").Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Status.AvailableReplicas != *d.Spec.Replicas {
-			t.Errorf("deployment %s: %d of %d replicas available", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
-		}
+		framework.WaitFor(t, time.Minute, func() (bool, error) {
+			d, err := c.Client.AppsV1().Deployments("kube-system").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			if d.Status.AvailableReplicas != *d.Spec.Replicas {
+				return false, fmt.Errorf("deployment %s: %d of %d replicas available", name, d.Status.AvailableReplicas, *d.Spec.Replicas)
+			}
+			return true, nil
+		})
 	}
 	// The webhook configuration trusts the CA of the certificate the admission controller serves.
 	secret, err := c.Client.CoreV1().Secrets("kube-system").Get(ctx, "vpa-tls-certs", metav1.GetOptions{})

@@ -23,6 +23,9 @@ import (
 const (
 	shardCount = 8
 	shardGroup = "vpa-recommender-lease"
+	// minSamples in every checkpoint before the kill: more than a holder
+	// that started over would write at first.
+	minSamples = 3
 )
 
 // wroteRe matches the recommender's log line of one status write (-v=5),
@@ -131,7 +134,10 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		return true, nil
 	})
 
-	// Let the checkpoints accumulate samples, then kill one replica.
+	// Let the checkpoints accumulate samples, then kill one replica. A
+	// sample is one metrics-server scrape (--metric-resolution=10s, the
+	// first usable one a scrape or two after the pod starts), so three take
+	// 30-40 s, longer on a loaded machine: the deadline allows for that.
 	cps := func() (map[string]int, error) {
 		l, err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -144,13 +150,14 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		return out, nil
 	}
 	var before map[string]int
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
+	waited := time.Now()
+	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
 		var err error
 		if before, err = cps(); err != nil {
 			return false, err
 		}
 		for name, n := range before {
-			if n < 4 {
+			if n < minSamples {
 				return false, fmt.Errorf("checkpoint of %s has %d samples", name, n)
 			}
 		}
@@ -159,6 +166,7 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		}
 		return true, nil
 	})
+	t.Logf("every checkpoint had %d samples %v later", minSamples, time.Since(waited).Round(time.Second))
 	h, err := holders()
 	if err != nil {
 		t.Fatal(err)
@@ -198,21 +206,28 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 
 	// The new holders restored the checkpoints (their statuses need no
 	// write: the restored history gives the same recommendation), so the
-	// sample counts they write go on from where they were.
+	// sample counts they write go on from where they were. A holder that
+	// started over would write 1 or 2 samples first, below every count
+	// before the kill; no count observed may fall below it.
 	moved := map[string]bool{}
 	for name := range before {
 		if containsInt(victimShards, shards.Of(ns+"/"+name, shardCount)) {
 			moved[name] = true
 		}
 	}
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		after, err := cps()
 		if err != nil {
 			return false, err
 		}
 		for name := range moved {
-			if after[name] <= before[name] {
-				return false, fmt.Errorf("checkpoint of %s: %d samples, was %d", name, after[name], before[name])
+			if after[name] < before[name] {
+				t.Fatalf("checkpoint of %s fell to %d samples from %d: its new holder did not restore it", name, after[name], before[name])
+			}
+		}
+		for name := range moved {
+			if after[name] == before[name] {
+				return false, fmt.Errorf("checkpoint of %s: still %d samples", name, after[name])
 			}
 		}
 		return true, nil

@@ -192,7 +192,5 @@ func TestNativeSidecarOutsideItsBoundsIsUpdated(t *testing.T) {
 		}
 		return true, nil
 	})
-	if r := e.eventReasons(t); r["EvictedByVPA"] < 2 {
-		t.Errorf("events %v, want 2 EvictedByVPA", r)
-	}
+	e.waitForEvents(t, map[string]int{"EvictedByVPA": 2})
 }

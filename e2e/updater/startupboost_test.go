@@ -258,9 +258,7 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 			return true, nil
 		})
 	}
-	if r := e.eventReasons(t); r["InPlaceResizedByVPA"] < 5 {
-		t.Errorf("events %v, want 5 InPlaceResizedByVPA", r)
-	}
+	e.waitForEvents(t, map[string]int{"InPlaceResizedByVPA": 5})
 }
 
 // TestStartupBoostDurationsPerContainer covers upstream's "CPUStartupBoost
