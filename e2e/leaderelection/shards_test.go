@@ -220,17 +220,16 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
+		var waiting error
 		for name := range moved {
-			if after[name] < before[name] {
+			switch {
+			case after[name] < before[name]:
 				t.Fatalf("checkpoint of %s fell to %d samples from %d: its new holder did not restore it", name, after[name], before[name])
+			case after[name] == before[name]:
+				waiting = fmt.Errorf("checkpoint of %s: still %d samples", name, after[name])
 			}
 		}
-		for name := range moved {
-			if after[name] == before[name] {
-				return false, fmt.Errorf("checkpoint of %s: still %d samples", name, after[name])
-			}
-		}
-		return true, nil
+		return waiting == nil, waiting
 	})
 
 	// No VPA was written by two replicas in turn.

@@ -195,9 +195,9 @@ func uids(pods []corev1.Pod) map[types.UID]bool {
 // loopDone is the updater's log line at the end of each loop (-v=4).
 const loopDone = "Updater loop done"
 
-// eventReasons counts the events in the namespace by reason; with objects
-// given, only events about those pods (by UID) count.
-func (e *env) eventReasons(t *testing.T, objects ...map[types.UID]bool) map[string]int {
+// eventReasons counts the events in the namespace by reason; with about
+// not nil, only events about those objects (by UID) count.
+func (e *env) eventReasons(t *testing.T, about map[types.UID]bool) map[string]int {
 	t.Helper()
 	list, err := e.c.Client.CoreV1().Events(e.ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -205,7 +205,7 @@ func (e *env) eventReasons(t *testing.T, objects ...map[types.UID]bool) map[stri
 	}
 	out := map[string]int{}
 	for _, ev := range list.Items {
-		if len(objects) > 0 && !objects[0][ev.InvolvedObject.UID] {
+		if about != nil && !about[ev.InvolvedObject.UID] {
 			continue
 		}
 		out[ev.Reason] += int(max(ev.Count, 1))
@@ -221,7 +221,7 @@ func (e *env) waitForEvents(t *testing.T, want map[string]int) map[string]int {
 	t.Helper()
 	var got map[string]int
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		got = e.eventReasons(t)
+		got = e.eventReasons(t, nil)
 		for reason, n := range want {
 			if got[reason] < n {
 				return false, fmt.Errorf("events %v, want at least %v", got, want)
@@ -595,7 +595,7 @@ func TestRestartedUpdaterDoesNotRepeatInfeasibleResize(t *testing.T) {
 	// wait for both before counting, then stop it.
 	e.waitForEvents(t, map[string]int{"InPlaceResizedByVPA": 2})
 	p.Stop(t)
-	before := e.eventReasons(t)
+	before := e.eventReasons(t, nil)
 
 	// The restarted updater runs loops of its own (counted in its own log)
 	// and skips both pods in them, without a resize or an eviction.
@@ -605,7 +605,7 @@ func TestRestartedUpdaterDoesNotRepeatInfeasibleResize(t *testing.T) {
 	if n := strings.Count(p2.Log(), "Resized pod in place"); n > 0 {
 		t.Fatalf("the restarted updater resized again (%d times)\n%s", n, p2.Log())
 	}
-	if after := e.eventReasons(t)["InPlaceResizedByVPA"]; after != before["InPlaceResizedByVPA"] {
+	if after := e.eventReasons(t, nil)["InPlaceResizedByVPA"]; after != before["InPlaceResizedByVPA"] {
 		t.Fatalf("%d resize events, %d before the restart\n%s", after, before["InPlaceResizedByVPA"], p2.Log())
 	}
 }

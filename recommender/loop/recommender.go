@@ -945,9 +945,9 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 // this process just wrote, until the informer catches up: the object the
 // write was based on, its metadata and spec shared rather than held a second
 // time as decoded from the answer, with the answer's resourceVersion and
-// status. A spec changed meanwhile reaches
-// the loop as it would without the write, through the informer, whose
-// resourceVersion then differs from the one the write was based on.
+// status. A spec changed meanwhile reaches the loop as it would without the
+// write, through the informer, whose resourceVersion then differs from the
+// one the write was based on.
 func standIn(base, written *vpav1.VerticalPodAutoscaler) *vpav1.VerticalPodAutoscaler {
 	out := *base
 	out.ResourceVersion = written.ResourceVersion

@@ -283,14 +283,14 @@ func TestLimitStatusJobs(t *testing.T) {
 	}
 }
 
-// managedFieldsStatus returns what the API server returns for a status
+// apiServerStatus returns what the API server returns for a status
 // patch: the object with its managedFields and a new resourceVersion
 // (writtenVersion; the fake clientset keeps none).
-type managedFieldsStatus struct{ StatusWriter }
+type apiServerStatus struct{ StatusWriter }
 
 const writtenVersion = "written"
 
-func (m managedFieldsStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
+func (m apiServerStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutoscaler, s vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
 	u, err := m.StatusWriter.WriteStatus(ctx, v, s)
 	if err != nil {
 		return nil, err
@@ -307,7 +307,7 @@ func (m managedFieldsStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalP
 // second decoded copy of its metadata and spec.
 func TestWrittenObjectHeldInTheCachedForm(t *testing.T) {
 	h := newHarness(t, nil)
-	h.rec.deps.Status = managedFieldsStatus{h.rec.deps.Status}
+	h.rec.deps.Status = apiServerStatus{h.rec.deps.Status}
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	ctx := context.Background()
