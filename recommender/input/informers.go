@@ -9,12 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
 // PodResync is upstream's resync period of the pod informer.
@@ -27,7 +28,8 @@ type Informers struct {
 	Targets target.IndexerWorkloads
 
 	PodLister PodLister
-	VPALister vpalisters.VerticalPodAutoscalerLister
+	// VPALister reads the VPAs in the recommender's compact form.
+	VPALister vpacache.Lister
 	// LimitRanges returns a namespace's LimitRanges, merged.
 	LimitRanges func(namespace string) recommendation.LimitRanges
 	// HPAs, when set before Start, caches the HorizontalPodAutoscalers for
@@ -53,7 +55,8 @@ func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nati
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 	}, trim)
 	in.PodLister = NewPodLister(pods.GetIndexer())
-	in.VPALister = vpalisters.NewVerticalPodAutoscalerLister(in.set.AddVPAs(c, namespace).GetIndexer())
+	in.VPALister = vpacache.NewLister(in.set.Add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{},
+		informers.DefaultResync, nil, vpacache.Transform).GetIndexer())
 	in.LimitRanges = in.set.AddLimitRanges(c, namespace)
 	events := in.set.Add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.AndSelectors(

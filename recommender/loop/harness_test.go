@@ -20,7 +20,6 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpafake "github.com/openvpa/openvpa/apis/generated/clientset/versioned/fake"
-	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -28,6 +27,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/model"
+	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
 var start = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -105,7 +105,7 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 
 func (h *harness) newRecommender() *Recommender {
 	return New(h.cfg, Deps{
-		VPAs:        vpalisters.NewVerticalPodAutoscalerLister(h.vpas),
+		VPAs:        vpacache.NewLister(h.vpas),
 		Pods:        input.NewPodLister(h.pods),
 		Resolver:    fakeResolver{},
 		Metrics:     usageFunc(h.usage),
@@ -229,7 +229,7 @@ func (h *harness) sync() {
 	}
 	objs := make([]any, 0, len(l.Items))
 	for i := range l.Items {
-		objs = append(objs, &l.Items[i])
+		objs = append(objs, vpacache.New(&l.Items[i]))
 	}
 	if err := h.vpas.Replace(objs, ""); err != nil {
 		h.t.Fatal(err)

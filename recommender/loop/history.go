@@ -132,7 +132,7 @@ func (r *Recommender) feedHistory(st *vpaState, pod types.NamespacedName, name s
 	if cs == nil {
 		a, ok := st.aggregates[name]
 		if !ok {
-			a = model.NewAggregateState(r.modelConfig(st.obj, name), now)
+			a = model.NewAggregateState(r.modelConfig(st.obj.VerticalPodAutoscaler, name), now)
 			st.aggregates[name] = a
 		}
 		cs = model.NewContainerState(a)

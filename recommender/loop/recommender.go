@@ -19,14 +19,12 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
-	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -35,6 +33,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/model"
+	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
 // AggregateGCInterval is how often expired aggregates are dropped, as upstream.
@@ -50,6 +49,13 @@ type CheckpointStore interface {
 	Write(ctx context.Context, k checkpoint.Key, status vpav1.VerticalPodAutoscalerCheckpointStatus) error
 	Each(ctx context.Context, namespace string, fn func(*vpav1.VerticalPodAutoscalerCheckpoint) error) error
 	GarbageCollect(ctx context.Context, namespace string, keep func(*vpav1.VerticalPodAutoscalerCheckpoint) bool) ([]checkpoint.Key, error)
+}
+
+// VPALister reads the recommender's VPA cache (vpacache.Lister).
+type VPALister interface {
+	List() []*vpacache.VPA
+	// Get returns nil when there is no such VPA.
+	Get(namespace, name string) *vpacache.VPA
 }
 
 // StatusWriter writes a VPA's status and returns the updated object.
@@ -93,7 +99,7 @@ func (c Config) statusMaxAge() time.Duration {
 
 // Deps are the loop's collaborators.
 type Deps struct {
-	VPAs        vpalisters.VerticalPodAutoscalerLister
+	VPAs        VPALister
 	Pods        input.PodLister
 	Resolver    Resolver
 	Metrics     input.MetricsSource
@@ -137,7 +143,8 @@ type instanceKey struct {
 // vpaState is everything the loop keeps about one VPA.
 type vpaState struct {
 	key types.NamespacedName
-	obj *vpav1.VerticalPodAutoscaler
+	// obj is the cached VPA, its stored recommendation in compact form.
+	obj *vpacache.VPA
 	tgt *target.Target
 	// unsupported is the ConfigUnsupported message, "" when the config is fine.
 	unsupported string
@@ -160,7 +167,7 @@ type vpaState struct {
 	// patchedOver and patched let a just-patched object stand in for the
 	// informer's copy until the informer catches up.
 	patchedOver string
-	patched     *vpav1.VerticalPodAutoscaler
+	patched     *vpacache.VPA
 	// historyDone is whether the VPA's history was loaded (always true
 	// without a HistorySource); until then its status keeps its
 	// recommendation and says FetchingHistory.
@@ -299,7 +306,7 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 	}
 	logger := klog.FromContext(ctx)
 	now := r.deps.Clock.Now()
-	objs := map[types.NamespacedName]*vpav1.VerticalPodAutoscaler{}
+	objs := map[types.NamespacedName]*vpacache.VPA{}
 	var restored []checkpoint.Restored
 	skipped := 0
 	// A page of checkpoints at a time: each is decoded into its aggregate
@@ -309,12 +316,12 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 		if keep != nil && !keep(k) {
 			return nil
 		}
-		v, err := r.deps.VPAs.VerticalPodAutoscalers(k.Namespace).Get(k.Name)
-		if err != nil || !r.handles(v) {
+		v := r.deps.VPAs.Get(k.Namespace, k.Name)
+		if v == nil || !r.handles(v.VerticalPodAutoscaler) {
 			return nil
 		}
 		objs[k] = v
-		rs, err := checkpoint.Restore(cp, r.modelConfig(v, cp.Spec.ContainerName), now)
+		rs, err := checkpoint.Restore(cp, r.modelConfig(v.VerticalPodAutoscaler, cp.Spec.ContainerName), now)
 		if err != nil {
 			logger.Error(err, "Skipping unreadable checkpoint")
 			skipped++
@@ -342,8 +349,8 @@ func (r *Recommender) restore(ctx context.Context, keep func(types.NamespacedNam
 	return nil
 }
 
-func (r *Recommender) state(v *vpav1.VerticalPodAutoscaler) *vpaState {
-	k := keyOf(v)
+func (r *Recommender) state(v *vpacache.VPA) *vpaState {
+	k := keyOf(v.VerticalPodAutoscaler)
 	st, ok := r.vpas[k]
 	if !ok {
 		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{}, instances: map[instanceKey]*model.ContainerState{},
@@ -418,18 +425,14 @@ func (r *Recommender) RunOnce(ctx context.Context) {
 
 func (r *Recommender) loadVPAs(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	list, err := r.deps.VPAs.List(labels.Everything())
-	if err != nil {
-		logger.Error(err, "Listing VPAs")
-		return
-	}
+	list := r.deps.VPAs.List()
 	now := r.deps.Clock.Now()
 	seen := map[types.NamespacedName]bool{}
 	for _, v := range list {
-		if !r.handles(v) {
+		if !r.handles(v.VerticalPodAutoscaler) {
 			continue
 		}
-		k := keyOf(v)
+		k := keyOf(v.VerticalPodAutoscaler)
 		seen[k] = true
 		if old, ok := r.vpas[k]; ok && old.patched != nil {
 			if v.ResourceVersion == old.patchedOver {
@@ -439,7 +442,7 @@ func (r *Recommender) loadVPAs(ctx context.Context) {
 		}
 		st := r.state(v)
 		r.schedule.Track(k.String(), time.Time{}, now)
-		tgt, err := r.deps.Resolver.Resolve(ctx, v)
+		tgt, err := r.deps.Resolver.Resolve(ctx, v.VerticalPodAutoscaler)
 		if err != nil {
 			st.tgt = nil
 			var ce *target.ConfigError
@@ -453,7 +456,7 @@ func (r *Recommender) loadVPAs(ctx context.Context) {
 			st.tgt, st.unsupported = tgt, ""
 		}
 		for name, a := range st.aggregates {
-			if cfg := r.modelConfig(v, name); a.Config() != cfg {
+			if cfg := r.modelConfig(v.VerticalPodAutoscaler, name); a.Config() != cfg {
 				if err := a.SetConfig(cfg); err != nil {
 					logger.Error(err, "Applying the container policy's model settings", "vpa", klog.KObj(v), "container", name)
 				}
@@ -629,7 +632,7 @@ func (r *Recommender) instance(st *vpaState, pod types.NamespacedName, container
 	}
 	a, ok := st.aggregates[container]
 	if !ok {
-		a = model.NewAggregateState(r.modelConfig(st.obj, container), now)
+		a = model.NewAggregateState(r.modelConfig(st.obj.VerticalPodAutoscaler, container), now)
 		st.aggregates[container] = a
 	}
 	cs := model.NewContainerState(a)
@@ -762,7 +765,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		} else {
 			// Never a recommendation computed without the history being
 			// fetched: the last one stays until the history is in.
-			facts.Recommendation = st.obj.Status.Recommendation
+			facts.Recommendation = st.obj.Recommendation.Expand()
 			facts.FetchingHistory, facts.FetchingHistoryMessage = r.fetchingHistory(st.key.Namespace)
 		}
 		rec := facts.Recommendation
@@ -776,17 +779,18 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 				if len(st.live) > 0 {
 					containers = setKeys(st.live)
 				}
-				facts.HPAConflict = hpa.Message(st.obj, hpa.Conflicts(st.obj, hpas, containers))
-			} else if c := trueCondition(st.obj.Status.Conditions, vpav1.HPAConflict); c != nil {
+				facts.HPAConflict = hpa.Message(st.obj.VerticalPodAutoscaler, hpa.Conflicts(st.obj.VerticalPodAutoscaler, hpas, containers))
+			} else if c := trueCondition(st.obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
 				facts.HPAConflict = c.Message // not known yet: keep it
 			}
 		}
-		status := BuildStatus(st.obj, facts, now)
-		if HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation) {
+		status := BuildStatus(st.obj.VerticalPodAutoscaler, facts, now)
+		first := HasRecommendation(rec) && len(st.obj.Recommendation) == 0
+		if first {
 			r.deps.Prom.RecommendationLatency.Observe(now.Sub(st.obj.CreationTimestamp.Time).Seconds())
 		}
 		counts[objectCountKey{
-			mode:        string(vpav1.GetUpdateMode(st.obj)),
+			mode:        string(vpav1.GetUpdateMode(st.obj.VerticalPodAutoscaler)),
 			hasRec:      fmt.Sprint(HasRecommendation(rec)),
 			matches:     fmt.Sprint(st.podCount > 0),
 			unsupported: fmt.Sprint(st.unsupported != ""),
@@ -794,9 +798,8 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		if _, busy := r.statusInflight[st.key]; busy {
 			continue // the previous write is still running; the next loop decides
 		}
-		if NeedsWrite(st.obj.Status, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
-			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status,
-				first: HasRecommendation(rec) && !HasRecommendation(st.obj.Status.Recommendation), written: st.written})
+		if NeedsWrite(st.obj.VerticalPodAutoscaler.Status, st.obj.Recommendation, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
+			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status, first: first, written: st.written})
 		}
 	}
 	r.deps.Prom.VPAObjects.Reset()
@@ -869,7 +872,7 @@ func (r *Recommender) limitRangeConflict(st *vpaState, rec *vpav1.RecommendedPod
 	if len(lr.Items) == 0 && st.sample.PodResources == nil {
 		return "", ""
 	}
-	vpa := *st.obj
+	vpa := *st.obj.VerticalPodAutoscaler
 	vpa.Status.Recommendation = rec
 	plan := recommendation.PlanForPodShared(st.sample.SpecPod(), &vpa, lr)
 	if plan.Conflict == nil {
@@ -884,7 +887,7 @@ func (r *Recommender) limitRangeConflict(st *vpaState, rec *vpav1.RecommendedPod
 // statusJob is the write of one VPA's status.
 type statusJob struct {
 	key    types.NamespacedName
-	obj    *vpav1.VerticalPodAutoscaler
+	obj    *vpacache.VPA
 	status vpav1.VerticalPodAutoscalerStatus
 	// first is whether the write gives the VPA its first recommendation;
 	// written is when this process last wrote the VPA's status.
@@ -909,17 +912,20 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 	}
 	r.statusPending.Add(int64(len(jobs)))
 	r.bg.run(func() {
-		updated := make([]*vpav1.VerticalPodAutoscaler, len(jobs))
+		updated := make([]*vpacache.VPA, len(jobs))
 		r.parallel(ctx, len(jobs), func(i int) {
 			defer r.statusPending.Add(-1)
 			j := jobs[i]
+			// The computed status is not held past its write: the outcome
+			// is kept in the cached form.
+			jobs[i].status = vpav1.VerticalPodAutoscalerStatus{}
 			if !r.mayWrite(j.key) {
 				return // the shard moved to another replica meanwhile
 			}
-			u, err := r.deps.Status.WriteStatus(ctx, j.obj, j.status)
+			u, err := r.deps.Status.WriteStatus(ctx, j.obj.VerticalPodAutoscaler, j.status)
 			r.deps.Prom.write("status", err)
 			if err != nil {
-				logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.obj))
+				logger.Error(err, "Cannot update VPA status", "vpa", klog.KObj(j.obj.VerticalPodAutoscaler))
 				return
 			}
 			logger.V(5).Info("Wrote VPA status", "vpa", j.key.String())
@@ -942,17 +948,17 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 }
 
 // standIn is what stands in for the informer's copy of a VPA whose status
-// this process just wrote, until the informer catches up: the object the
-// write was based on, its metadata and spec shared rather than held a second
-// time as decoded from the answer, with the answer's resourceVersion and
-// status. A spec changed meanwhile reaches the loop as it would without the
-// write, through the informer, whose resourceVersion then differs from the
-// one the write was based on.
-func standIn(base, written *vpav1.VerticalPodAutoscaler) *vpav1.VerticalPodAutoscaler {
-	out := *base
-	out.ResourceVersion = written.ResourceVersion
-	out.Status = written.Status
-	return &out
+// this process just wrote, until the informer catches up: the cached object
+// the write was based on, its metadata and spec shared rather than held a
+// second time as decoded from the answer, with the answer's resourceVersion
+// and status in the cached form. A spec changed meanwhile reaches the loop as
+// it would without the write, through the informer, whose resourceVersion
+// then differs from the one the write was based on.
+func standIn(base *vpacache.VPA, written *vpav1.VerticalPodAutoscaler) *vpacache.VPA {
+	obj := *base.VerticalPodAutoscaler
+	obj.ResourceVersion = written.ResourceVersion
+	obj.Status = written.Status
+	return vpacache.New(&obj)
 }
 
 // parallel runs f(0..n-1) on the configured number of workers. With
@@ -1141,11 +1147,11 @@ func (r *Recommender) collectCheckpoints(ctx context.Context) {
 		if !r.cfg.Namespaces.Allows(cp.Namespace) || !r.serves(types.NamespacedName{Namespace: cp.Namespace, Name: cp.Spec.VPAObjectName}) {
 			return true // another recommender's or another replica's
 		}
-		v, err := r.deps.VPAs.VerticalPodAutoscalers(cp.Namespace).Get(cp.Spec.VPAObjectName)
-		if err != nil {
+		v := r.deps.VPAs.Get(cp.Namespace, cp.Spec.VPAObjectName)
+		if v == nil {
 			return false // the VPA is gone
 		}
-		st, mine := r.vpas[keyOf(v)]
+		st, mine := r.vpas[keyOf(v.VerticalPodAutoscaler)]
 		if !mine {
 			return true // another recommender's VPA
 		}

@@ -11,6 +11,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
 // Condition reasons and messages the recommender writes.
@@ -193,7 +194,8 @@ func lowConfidence(f Facts) string {
 // written at once. Smaller drifts wait for the VPA's next bounds slot.
 const BoundsTolerance = 0.5
 
-// NeedsWrite decides whether the new status must be written. Any change of
+// NeedsWrite decides whether the new status must be written over the stored
+// one, old with its recommendation oldRec (old's own is not read). Any change of
 // conditions, observedGeneration, the set of containers, a target or an
 // uncapped target is written at once, and so is a bound that moves by more
 // than BoundsTolerance while the recommendation has at least a day of history
@@ -204,11 +206,12 @@ const BoundsTolerance = 0.5
 // little at every loop for every young VPA at once (upstream rewrites every
 // VPA at every loop because of it); the slots spread those writes evenly over
 // maxAge, and no bound is ever more than maxAge stale.
-func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now time.Time, maxAge, phase time.Duration) bool {
-	oc, nc := containersOf(old.Recommendation), containersOf(updated.Recommendation)
+func NeedsWrite(old vpav1.VerticalPodAutoscalerStatus, oldRec vpacache.Recommendation, updated vpav1.VerticalPodAutoscalerStatus,
+	lastWrite, now time.Time, maxAge, phase time.Duration) bool {
+	oc, nc := oldRec, containersOf(updated.Recommendation)
 	sameConditions := conditionsEqual(old.Conditions, updated.Conditions) &&
 		int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration)
-	if sameConditions && containersEqual(oc, nc) {
+	if sameConditions && oc.Equal(nc) {
 		return false // StatusChanged says no
 	}
 	if !sameConditions || (len(oc) == 0) != (len(nc) == 0) {
@@ -223,9 +226,9 @@ func NeedsWrite(old, updated vpav1.VerticalPodAutoscalerStatus, lastWrite, now t
 	settled := !hasTrueCondition(updated.Conditions, vpav1.LowConfidence)
 	for i := range oc {
 		a, b := &oc[i], &nc[i]
-		if a.ContainerName != b.ContainerName ||
-			!resourcesEqual(a.Target, b.Target) ||
-			!resourcesEqual(a.UncappedTarget, b.UncappedTarget) ||
+		if a.Name != b.ContainerName ||
+			!a.Target.Equal(b.Target) ||
+			!a.UncappedTarget.Equal(b.UncappedTarget) ||
 			settled && (boundMoved(a.LowerBound, b.LowerBound) || boundMoved(a.UpperBound, b.UpperBound)) {
 			return true
 		}
@@ -260,12 +263,13 @@ func lastSlot(now time.Time, period, phase time.Duration) time.Time {
 	return now.Add(-time.Duration(since))
 }
 
-func boundMoved(a, b corev1.ResourceList) bool {
+func boundMoved(a vpacache.Resources, b corev1.ResourceList) bool {
 	if len(a) != len(b) {
 		return true
 	}
-	for name, qa := range a {
-		qb, ok := b[name]
+	for _, x := range a {
+		qa := x.Value
+		qb, ok := b[x.Name]
 		if !ok {
 			return true
 		}
@@ -280,15 +284,16 @@ func boundMoved(a, b corev1.ResourceList) bool {
 	return false
 }
 
-// StatusChanged reports whether the new status differs from the old one in
-// any way kubectl shows: quantities compared by value, transition times to
-// the second, no conditions the same as an empty list, and no recommendation
-// the same as one without containers. It allocates nothing: the loop asks
-// it of every VPA at every loop.
-func StatusChanged(old, updated vpav1.VerticalPodAutoscalerStatus) bool {
+// StatusChanged reports whether the new status differs from the stored one
+// (old, with its recommendation oldRec) in any way kubectl shows: quantities
+// compared by value, transition times to the second, no conditions the same
+// as an empty list, and no recommendation the same as one without
+// containers. It allocates nothing: the loop asks it of every VPA at every
+// loop.
+func StatusChanged(old vpav1.VerticalPodAutoscalerStatus, oldRec vpacache.Recommendation, updated vpav1.VerticalPodAutoscalerStatus) bool {
 	return !conditionsEqual(old.Conditions, updated.Conditions) ||
 		!int64PtrEqual(old.ObservedGeneration, updated.ObservedGeneration) ||
-		!containersEqual(containersOf(old.Recommendation), containersOf(updated.Recommendation))
+		!oldRec.Equal(containersOf(updated.Recommendation))
 }
 
 func containersOf(r *vpav1.RecommendedPodResources) []vpav1.RecommendedContainerResources {
@@ -318,32 +323,4 @@ func int64PtrEqual(a, b *int64) bool {
 		return a == b
 	}
 	return *a == *b
-}
-
-func containersEqual(a, b []vpav1.RecommendedContainerResources) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := &a[i], &b[i]
-		if x.ContainerName != y.ContainerName || !resourcesEqual(x.Target, y.Target) || !resourcesEqual(x.LowerBound, y.LowerBound) ||
-			!resourcesEqual(x.UpperBound, y.UpperBound) || !resourcesEqual(x.UncappedTarget, y.UncappedTarget) {
-			return false
-		}
-	}
-	return true
-}
-
-// resourcesEqual compares by value; nil and empty are equal.
-func resourcesEqual(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, qa := range a {
-		qb, ok := b[name]
-		if !ok || qa.Cmp(qb) != 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -17,6 +17,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
+	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
 func rl(cpu, mem string) corev1.ResourceList {
@@ -65,7 +66,7 @@ func TestNeedsWrite(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := NeedsWrite(tc.old, tc.new, tc.lastWrite, now, 10*time.Minute, 0); got != tc.want {
+			if got := NeedsWrite(tc.old, vpacache.Compact(tc.old.Recommendation), tc.new, tc.lastWrite, now, 10*time.Minute, 0); got != tc.want {
 				t.Errorf("NeedsWrite = %v, want %v", got, tc.want)
 			}
 		})
@@ -172,7 +173,7 @@ func TestBoundDriftWritesAreSpread(t *testing.T) {
 				writes := 0
 				for i := range written {
 					phase := checkpoint.Offset(fmt.Sprintf("ns/vpa-%d", i), maxAge)
-					if NeedsWrite(last[i], next, written[i], now, maxAge, phase) {
+					if NeedsWrite(last[i], vpacache.Compact(last[i].Recommendation), next, written[i], now, maxAge, phase) {
 						written[i], last[i] = now, next
 						writes++
 					}
@@ -312,16 +313,19 @@ func TestWrittenObjectHeldInTheCachedForm(t *testing.T) {
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	ctx := context.Background()
 	k := types.NamespacedName{Namespace: "ns", Name: "web"}
-	cached, err := h.rec.deps.VPAs.VerticalPodAutoscalers("ns").Get("web")
-	if err != nil {
-		t.Fatal(err)
+	cached := h.rec.deps.VPAs.Get("ns", "web")
+	if cached == nil {
+		t.Fatal("the VPA is not cached")
 	}
 	h.rec.RunOnce(ctx)
 	h.rec.WaitWrites()
 	h.rec.RunOnce(ctx) // applies the outcome; the lister has not caught up
 	st := h.rec.vpas[k]
-	if st == nil || st.obj == nil || !HasRecommendation(st.obj.Status.Recommendation) {
+	if st == nil || st.obj == nil || len(st.obj.Recommendation) == 0 {
 		t.Fatalf("the loop does not hold the written object")
+	}
+	if st.obj.VerticalPodAutoscaler.Status.Recommendation != nil {
+		t.Errorf("the written recommendation is held decoded, not in the compact form")
 	}
 	if len(st.obj.ManagedFields) != 0 {
 		t.Errorf("the written object is held with its managedFields")
@@ -332,7 +336,7 @@ func TestWrittenObjectHeldInTheCachedForm(t *testing.T) {
 	if st.obj.Spec.TargetRef != cached.Spec.TargetRef {
 		t.Errorf("the held object carries a copy of the spec, not the cached one")
 	}
-	if st.obj == cached || cached.Status.Recommendation != nil {
+	if st.obj == cached || len(cached.Recommendation) != 0 {
 		t.Errorf("the cached object was modified in place")
 	}
 }
@@ -393,7 +397,7 @@ func TestStatusChangedAgreesWithSemanticEquality(t *testing.T) {
 	}
 	for an, a := range statuses {
 		for bn, b := range statuses {
-			if got, want := StatusChanged(a, b), semanticChanged(a, b); got != want {
+			if got, want := StatusChanged(a, vpacache.Compact(a.Recommendation), b), semanticChanged(a, b); got != want {
 				t.Errorf("StatusChanged(%s, %s) = %v, semantic equality says %v", an, bn, got, want)
 			}
 		}
@@ -403,9 +407,10 @@ func TestStatusChangedAgreesWithSemanticEquality(t *testing.T) {
 func BenchmarkNeedsWrite(b *testing.B) {
 	old := status("163m", "25m", "11738m", vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue})
 	updated := status("163m", "25m", "11738m", vpav1.VerticalPodAutoscalerCondition{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue})
+	oldRec := vpacache.Compact(old.Recommendation)
 	b.ReportAllocs()
 	for b.Loop() {
-		NeedsWrite(old, updated, start, start, time.Hour, 0)
+		NeedsWrite(old, oldRec, updated, start, start, time.Hour, 0)
 	}
 }
 
