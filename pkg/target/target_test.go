@@ -381,8 +381,9 @@ func TestTrimWorkload(t *testing.T) {
 		OwnerReferences: owner("apps/v1", "Deployment", "web"),
 		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 	}
+	// No labels: a controller's pods are found by its selector.
 	wantMeta := metav1.ObjectMeta{Namespace: ns, Name: "w", UID: "uid-1", ResourceVersion: "7",
-		Labels: meta.Labels, OwnerReferences: meta.OwnerReferences}
+		OwnerReferences: meta.OwnerReferences}
 	sel := selector("x")
 	trimmed := &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: sel}
 	tests := map[string]struct {
