@@ -125,7 +125,7 @@ func (r *Recommender) WantHistory(ctx context.Context) []string {
 func (r *Recommender) feedHistory(st *vpaState, pod types.NamespacedName, name string, c *history.Container, live bool, now time.Time) {
 	var cs *model.ContainerState
 	if live {
-		if inst, ok := st.instances[instanceKey{pod: pod, container: name}]; ok && inst.LastCPUSampleStart.IsZero() && inst.WindowEnd.IsZero() {
+		if inst, ok := st.instances.get(instanceKey{pod: pod, container: name}); ok && inst.LastCPUSampleStart.IsZero() && inst.WindowEnd.IsZero() {
 			cs = inst
 		}
 	}

@@ -149,7 +149,7 @@ type vpaState struct {
 	// unsupported is the ConfigUnsupported message, "" when the config is fine.
 	unsupported string
 	aggregates  map[string]*model.AggregateState
-	instances   map[instanceKey]*model.ContainerState
+	instances   instanceSet
 	podCount    int
 	// sample is one of the VPA's pods in the last loop, nil when none: the
 	// pod the recommendation is checked against the LimitRanges with.
@@ -353,7 +353,7 @@ func (r *Recommender) state(v *vpacache.VPA) *vpaState {
 	k := keyOf(v.VerticalPodAutoscaler)
 	st, ok := r.vpas[k]
 	if !ok {
-		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{}, instances: map[instanceKey]*model.ContainerState{},
+		st = &vpaState{key: k, aggregates: map[string]*model.AggregateState{},
 			historyDone: r.deps.History == nil}
 		r.vpas[k] = st
 	}
@@ -627,7 +627,7 @@ func setKeys(m map[string]struct{}) []string {
 // creating it (and the aggregate) when needed.
 func (r *Recommender) instance(st *vpaState, pod types.NamespacedName, container string, now time.Time) *model.ContainerState {
 	ik := instanceKey{pod: pod, container: container}
-	if cs, ok := st.instances[ik]; ok {
+	if cs, ok := st.instances.get(ik); ok {
 		return cs
 	}
 	a, ok := st.aggregates[container]
@@ -636,7 +636,7 @@ func (r *Recommender) instance(st *vpaState, pod types.NamespacedName, container
 		st.aggregates[container] = a
 	}
 	cs := model.NewContainerState(a)
-	st.instances[ik] = cs
+	st.instances.put(ik, cs)
 	return cs
 }
 
@@ -659,7 +659,7 @@ func (r *Recommender) loadMetrics(ctx context.Context) {
 			}
 			for _, k := range info.vpas {
 				st := r.vpas[k]
-				cs, ok := st.instances[instanceKey{pod: u.Pod, container: u.Container}]
+				cs, ok := st.instances.get(instanceKey{pod: u.Pod, container: u.Container})
 				if !ok {
 					continue // not a container of the pod's spec
 				}
@@ -686,7 +686,7 @@ func (r *Recommender) loadMetrics(ctx context.Context) {
 			if st == nil {
 				continue
 			}
-			cs, ok := st.instances[instanceKey{pod: o.Pod, container: o.Container}]
+			cs, ok := st.instances.get(instanceKey{pod: o.Pod, container: o.Container})
 			if !ok {
 				continue
 			}
@@ -703,12 +703,10 @@ func (r *Recommender) loadMetrics(ctx context.Context) {
 // no longer under their VPA.
 func (r *Recommender) deleteRemovedPods() {
 	for _, st := range r.vpas {
-		for ik := range st.instances {
+		st.instances.deleteFunc(func(ik instanceKey) bool {
 			info, ok := r.pods[ik.pod]
-			if !ok || !containsKey(info.vpas, st.key) {
-				delete(st.instances, ik)
-			}
-		}
+			return !ok || !containsKey(info.vpas, st.key)
+		})
 	}
 	r.removed = nil
 }
@@ -755,36 +753,8 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	var jobs []statusJob
 	counts := map[objectCountKey]int{}
 	for _, st := range r.vpas {
-		var facts Facts
-		if st.historyDone {
-			res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
-			if len(res.Containers) > 0 {
-				facts.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
-			}
-			facts.Confidence = res.Confidence
-		} else {
-			// Never a recommendation computed without the history being
-			// fetched: the last one stays until the history is in.
-			facts.Recommendation = st.obj.Recommendation.Expand()
-			facts.FetchingHistory, facts.FetchingHistoryMessage = r.fetchingHistory(st.key.Namespace)
-		}
-		rec := facts.Recommendation
-		facts.PodsMatched = st.podCount > 0
-		facts.Unsupported = st.unsupported
-		facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
-		facts.Overlap = OverlapMessage(st.key.Name, setKeys(st.overlaps), setKeys(st.chosen))
-		if r.deps.HPAs != nil && st.tgt != nil {
-			if hpas, ok := r.deps.HPAs(st.key.Namespace); ok {
-				var containers []string
-				if len(st.live) > 0 {
-					containers = setKeys(st.live)
-				}
-				facts.HPAConflict = hpa.Message(st.obj.VerticalPodAutoscaler, hpa.Conflicts(st.obj.VerticalPodAutoscaler, hpas, containers))
-			} else if c := trueCondition(st.obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
-				facts.HPAConflict = c.Message // not known yet: keep it
-			}
-		}
-		status := BuildStatus(st.obj.VerticalPodAutoscaler, facts, now)
+		status := r.computeStatus(st, now)
+		rec := status.Recommendation
 		first := HasRecommendation(rec) && len(st.obj.Recommendation) == 0
 		if first {
 			r.deps.Prom.RecommendationLatency.Observe(now.Sub(st.obj.CreationTimestamp.Time).Seconds())
@@ -799,7 +769,11 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			continue // the previous write is still running; the next loop decides
 		}
 		if NeedsWrite(st.obj.VerticalPodAutoscaler.Status, st.obj.Recommendation, status, st.written, now, r.cfg.statusMaxAge(), checkpoint.Offset(st.key.String(), r.cfg.statusMaxAge())) {
-			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, status: status, first: first, written: st.written})
+			// The status is not held: most of the VPAs that need a write
+			// wait for a later loop when many do (every VPA's first
+			// recommendation), and those that run it are computed again
+			// below.
+			jobs = append(jobs, statusJob{key: st.key, obj: st.obj, first: first, written: st.written})
 		}
 	}
 	r.deps.Prom.VPAObjects.Reset()
@@ -809,6 +783,9 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	jobs, waiting, firstWaiting := limitStatusJobs(jobs, r.cfg.StatusWritesPerLoop-int(r.statusPending.Load()), r.cfg.StatusWritesPerLoop > 0)
 	r.firstWaiting = firstWaiting
 	r.deps.Prom.StatusWritesWaiting.Set(float64(waiting))
+	for i := range jobs {
+		jobs[i].status = r.computeStatus(r.vpas[jobs[i].key], now)
+	}
 	r.writeStatuses(ctx, jobs, now)
 	n := 0
 	for _, st := range r.vpas {
@@ -816,6 +793,41 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 	}
 	r.deps.Prom.AggregateStates.Set(float64(n))
 	logger.V(3).Info("Updated VPAs", "vpas", len(r.vpas), "statusWrites", len(jobs), "statusWritesWaiting", waiting)
+}
+
+// computeStatus returns the status a VPA should have now. It changes
+// nothing: computed twice in one loop, it is the same.
+func (r *Recommender) computeStatus(st *vpaState, now time.Time) vpav1.VerticalPodAutoscalerStatus {
+	var facts Facts
+	if st.historyDone {
+		res := r.deps.Estimator.Recommend(st.recommendable(), st.obj.Spec.ResourcePolicy, st.obj.Annotations)
+		if len(res.Containers) > 0 {
+			facts.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: res.Containers}
+		}
+		facts.Confidence = res.Confidence
+	} else {
+		// Never a recommendation computed without the history being
+		// fetched: the last one stays until the history is in.
+		facts.Recommendation = st.obj.Recommendation.Expand()
+		facts.FetchingHistory, facts.FetchingHistoryMessage = r.fetchingHistory(st.key.Namespace)
+	}
+	rec := facts.Recommendation
+	facts.PodsMatched = st.podCount > 0
+	facts.Unsupported = st.unsupported
+	facts.LimitRangeConflict, facts.LimitRangeConflictMessage = r.limitRangeConflict(st, rec)
+	facts.Overlap = OverlapMessage(st.key.Name, setKeys(st.overlaps), setKeys(st.chosen))
+	if r.deps.HPAs != nil && st.tgt != nil {
+		if hpas, ok := r.deps.HPAs(st.key.Namespace); ok {
+			var containers []string
+			if len(st.live) > 0 {
+				containers = setKeys(st.live)
+			}
+			facts.HPAConflict = hpa.Message(st.obj.VerticalPodAutoscaler, hpa.Conflicts(st.obj.VerticalPodAutoscaler, hpas, containers))
+		} else if c := trueCondition(st.obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
+			facts.HPAConflict = c.Message // not known yet: keep it
+		}
+	}
+	return BuildStatus(st.obj.VerticalPodAutoscaler, facts, now)
 }
 
 // WritesPerInterval is how many requests a client limited to qps with burst
@@ -996,9 +1008,9 @@ type encodedCheckpoint struct {
 // encodeCheckpoints encodes every aggregate of a VPA at now.
 func (r *Recommender) encodeCheckpoints(st *vpaState, now time.Time) ([]encodedCheckpoint, error) {
 	open := map[string][]*model.ContainerState{}
-	for ik, cs := range st.instances {
+	st.instances.each(func(ik instanceKey, cs *model.ContainerState) {
 		open[ik.container] = append(open[ik.container], cs)
-	}
+	})
 	names := make([]string, 0, len(st.aggregates))
 	for name := range st.aggregates {
 		names = append(names, name)
@@ -1181,11 +1193,7 @@ func (r *Recommender) garbageCollect() {
 				continue
 			}
 			delete(st.aggregates, name)
-			for ik := range st.instances {
-				if ik.container == name {
-					delete(st.instances, ik)
-				}
-			}
+			st.instances.deleteFunc(func(ik instanceKey) bool { return ik.container == name })
 		}
 	}
 }

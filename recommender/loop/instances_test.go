@@ -1,0 +1,63 @@
+package loop
+
+import (
+	"fmt"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/openvpa/openvpa/recommender/model"
+)
+
+// TestInstanceSetAcrossItsSizes checks the set against a map, through adds,
+// replacements and deletions, below, at and past the size where it moves
+// from a slice to a map.
+func TestInstanceSetAcrossItsSizes(t *testing.T) {
+	key := func(i int) instanceKey {
+		return instanceKey{pod: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("p%d", i)}, container: "app"}
+	}
+	for _, n := range []int{1, smallInstances - 1, smallInstances, smallInstances + 1, 3 * smallInstances} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			var s instanceSet
+			want := map[instanceKey]*model.ContainerState{}
+			check := func(when string) {
+				t.Helper()
+				got := map[instanceKey]*model.ContainerState{}
+				s.each(func(k instanceKey, cs *model.ContainerState) {
+					if _, dup := got[k]; dup {
+						t.Errorf("%s: %v listed twice", when, k)
+					}
+					got[k] = cs
+				})
+				if len(got) != len(want) {
+					t.Errorf("%s: %d states, want %d", when, len(got), len(want))
+				}
+				for k, cs := range want {
+					if g, ok := s.get(k); !ok || g != cs || got[k] != cs {
+						t.Errorf("%s: state of %v is %p (found %v), want %p", when, k, g, ok, cs)
+					}
+				}
+				if _, ok := s.get(key(-1)); ok {
+					t.Errorf("%s: a missing key is found", when)
+				}
+			}
+			for i := range n {
+				cs := &model.ContainerState{}
+				s.put(key(i), cs)
+				want[key(i)] = cs
+			}
+			check("after adding")
+			replaced := &model.ContainerState{}
+			s.put(key(0), replaced)
+			want[key(0)] = replaced
+			check("after replacing")
+			s.deleteFunc(func(k instanceKey) bool { return k.pod.Name[1]%2 == 1 }) // odd names
+			for k := range want {
+				if k.pod.Name[1]%2 == 1 {
+					delete(want, k)
+				}
+			}
+			check("after deleting")
+		})
+	}
+}
