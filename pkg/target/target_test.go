@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
@@ -385,38 +386,39 @@ func TestTrimWorkload(t *testing.T) {
 	wantMeta := metav1.ObjectMeta{Namespace: ns, Name: "w", UID: "uid-1", ResourceVersion: "7",
 		OwnerReferences: meta.OwnerReferences}
 	sel := selector("x")
-	trimmed := &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: sel}
+	parsed := labels.SelectorFromSet(labels.Set{"app": "x"}) // what sel and the template's labels select
+	trimmed := &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: parsed}
 	tests := map[string]struct {
 		in, want any
 	}{
 		"deployment": {
 			in:   &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3)}, Status: appsv1.DeploymentStatus{Replicas: 3}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: sel, Replicas: ptr.To[int32](3)},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: parsed, Replicas: ptr.To[int32](3)},
 		},
 		"replicaset": {
 			in:   &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](2)}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicaSet, Selector: sel, Replicas: ptr.To[int32](2)},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicaSet, Selector: parsed, Replicas: ptr.To[int32](2)},
 		},
 		"statefulset without replicas": {
 			in:   &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: template}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindStatefulSet, Selector: sel},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindStatefulSet, Selector: parsed},
 		},
 		"daemonset counts its ready pods": {
 			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}, Status: appsv1.DaemonSetStatus{NumberReady: 4, DesiredNumberScheduled: 5}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: sel, Replicas: ptr.To[int32](4)},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: parsed, Replicas: ptr.To[int32](4)},
 		},
 		"job": {
 			in:   &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: sel, Template: template}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: sel},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindJob, Selector: parsed},
 		},
 		"cronjob keeps the job template's labels": {
 			in: &batchv1.CronJob{ObjectMeta: meta, Spec: batchv1.CronJobSpec{Schedule: "* * * * *",
 				JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: template}}}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindCronJob, MatchLabels: template.Labels},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindCronJob, Selector: parsed},
 		},
 		"replicationcontroller": {
 			in:   &corev1.ReplicationController{ObjectMeta: meta, Spec: corev1.ReplicationControllerSpec{Selector: map[string]string{"app": "x"}, Template: &template, Replicas: ptr.To[int32](1)}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicationController, MatchLabels: map[string]string{"app": "x"}, Replicas: ptr.To[int32](1)},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindReplicationController, Selector: parsed, Replicas: ptr.To[int32](1)},
 		},
 		"a workload is already trimmed": {in: trimmed, want: trimmed},
 		"other objects lose only managed fields": {
@@ -441,5 +443,31 @@ func TestStripManagedFields(t *testing.T) {
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	if _, err := StripManagedFields(p); err != nil || p.ManagedFields != nil {
 		t.Errorf("managedFields kept: %v %v", p.ManagedFields, err)
+	}
+}
+
+// TestWorkloadSelectorErrors: a controller without a selector, or with one
+// that does not parse, is cached with the reason, which Resolve reports.
+func TestWorkloadSelectorErrors(t *testing.T) {
+	meta := metav1.ObjectMeta{Namespace: ns, Name: "w"}
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
+	tests := map[string]struct {
+		obj  any
+		want string
+	}{
+		"no selector":      {obj: &appsv1.Deployment{ObjectMeta: meta}, want: "Deployment " + ns + "/w has no selector"},
+		"invalid selector": {obj: &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: bad}}, want: "invalid selector of Job " + ns + "/w: "},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			w, ok := WorkloadOf(tc.obj)
+			if !ok {
+				t.Fatal("not a workload")
+			}
+			sel, err := w.LabelSelector()
+			if sel != nil || err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("LabelSelector() = %v, %v; want an error starting %q", sel, err, tc.want)
+			}
+		})
 	}
 }

@@ -19,12 +19,16 @@ type Workload struct {
 	metav1.ObjectMeta
 	// Kind is one of the well-known controller kinds.
 	Kind string
-	// Selector is spec.selector of a Deployment, ReplicaSet, StatefulSet,
-	// DaemonSet or Job.
-	Selector *metav1.LabelSelector
-	// MatchLabels is a ReplicationController's selector, or the labels of a
-	// CronJob's job template.
-	MatchLabels map[string]string
+	// Selector selects the workload's pods: spec.selector of a Deployment,
+	// ReplicaSet, StatefulSet, DaemonSet or Job, a ReplicationController's
+	// selector, the labels of a CronJob's job template. It is parsed once,
+	// when the object is cached: parsed, it is also about a third of the
+	// size of the decoded one (two maps of eight slots), and the Resolver
+	// reads it for every VPA at every loop. Nil when SelectorErr says why.
+	Selector labels.Selector
+	// SelectorErr is why the workload has no Selector: none is set, or it
+	// does not parse.
+	SelectorErr error
 	// Replicas is what the updater counts as the controller's configured
 	// replicas, as upstream: spec.replicas of a Deployment, ReplicaSet,
 	// StatefulSet or ReplicationController, status.numberReady of a
@@ -34,44 +38,55 @@ type Workload struct {
 
 // LabelSelector returns the selector of the workload's pods.
 func (w *Workload) LabelSelector() (labels.Selector, error) {
-	switch w.Kind {
-	case KindCronJob, KindReplicationController:
-		return labels.SelectorFromSet(w.MatchLabels), nil
+	return w.Selector, w.SelectorErr
+}
+
+// workload returns the Workload of kind with metadata m whose pods sel
+// selects (nil: none set).
+func workload(kind string, m *metav1.ObjectMeta, sel *metav1.LabelSelector, replicas *int32) Workload {
+	w := Workload{ObjectMeta: TrimObjectMeta(m), Kind: kind, Replicas: replicas}
+	if sel == nil {
+		w.SelectorErr = fmt.Errorf("%s %s/%s has no selector", kind, m.Namespace, m.Name)
+		return w
 	}
-	if w.Selector == nil {
-		return nil, fmt.Errorf("%s %s/%s has no selector", w.Kind, w.Namespace, w.Name)
-	}
-	sel, err := metav1.LabelSelectorAsSelector(w.Selector)
+	parsed, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
-		return nil, fmt.Errorf("invalid selector of %s %s/%s: %w", w.Kind, w.Namespace, w.Name, err)
+		w.SelectorErr = fmt.Errorf("invalid selector of %s %s/%s: %w", kind, m.Namespace, m.Name, err)
+		return w
 	}
-	return sel, nil
+	w.Selector = parsed
+	return w
+}
+
+// workloadOfSet returns the Workload of kind with metadata m whose pods have
+// the labels set.
+func workloadOfSet(kind string, m *metav1.ObjectMeta, set map[string]string, replicas *int32) Workload {
+	return Workload{ObjectMeta: TrimObjectMeta(m), Kind: kind, Selector: labels.SelectorFromSet(set), Replicas: replicas}
 }
 
 // WorkloadOf returns the Workload of a well-known controller object or of a
-// *Workload; false for any other object. The result shares the object's maps
-// and slices: do not modify them.
+// *Workload; false for any other object. The result shares the object's
+// slices: do not modify them.
 func WorkloadOf(obj any) (Workload, bool) {
 	switch o := obj.(type) {
 	case *Workload:
 		return *o, true
 	case *appsv1.Deployment:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDeployment, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
+		return workload(KindDeployment, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	case *appsv1.ReplicaSet:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicaSet, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
+		return workload(KindReplicaSet, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	case *appsv1.StatefulSet:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindStatefulSet, Selector: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
+		return workload(KindStatefulSet, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	case *appsv1.DaemonSet:
 		// A copy: a pointer into the status would keep the whole object.
 		ready := o.Status.NumberReady
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindDaemonSet, Selector: o.Spec.Selector, Replicas: &ready}, true
+		return workload(KindDaemonSet, &o.ObjectMeta, o.Spec.Selector, &ready), true
 	case *batchv1.Job:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindJob, Selector: o.Spec.Selector}, true
+		return workload(KindJob, &o.ObjectMeta, o.Spec.Selector, nil), true
 	case *batchv1.CronJob:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindCronJob,
-			MatchLabels: o.Spec.JobTemplate.Spec.Template.Labels}, true
+		return workloadOfSet(KindCronJob, &o.ObjectMeta, o.Spec.JobTemplate.Spec.Template.Labels, nil), true
 	case *corev1.ReplicationController:
-		return Workload{ObjectMeta: TrimObjectMeta(&o.ObjectMeta), Kind: KindReplicationController, MatchLabels: o.Spec.Selector, Replicas: o.Spec.Replicas}, true
+		return workloadOfSet(KindReplicationController, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	}
 	return Workload{}, false
 }

@@ -154,14 +154,15 @@ type vpaState struct {
 	// sample is one of the VPA's pods in the last loop, nil when none: the
 	// pod the recommendation is checked against the LimitRanges with.
 	sample *input.Pod
-	live   map[string]struct{}
+	// live are the containers of the VPA's pods in the last loop.
+	live nameSet
 	// overlaps are the other VPAs matching some of this VPA's pods in the
 	// last loop, by name; chosen the VPAs the admission controller applies
 	// to those pods ("" for none).
 	overlaps, chosen map[string]struct{}
 	// lastLive is the container set of the last loop that had pods; it
 	// decides the recommendation while the workload has no pods.
-	lastLive map[string]struct{}
+	lastLive nameSet
 	// written is when the status was last written by this process.
 	written time.Time
 	// patchedOver and patched let a just-patched object stand in for the
@@ -172,6 +173,17 @@ type vpaState struct {
 	// without a HistorySource); until then its status keeps its
 	// recommendation and says FetchingHistory.
 	historyDone bool
+}
+
+// nameSet is a small set of names (a pod's containers), in the order added.
+type nameSet []string
+
+func (s nameSet) has(name string) bool { return slices.Contains(s, name) }
+
+func (s *nameSet) add(name string) {
+	if !s.has(name) {
+		*s = append(*s, name)
+	}
 }
 
 type podInfo struct {
@@ -482,7 +494,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 	for _, st := range r.vpas {
 		st.podCount = 0
 		st.sample = nil
-		st.live = map[string]struct{}{}
+		st.live = nil // a new set: lastLive may hold the last one
 		st.overlaps, st.chosen = nil, nil
 		if st.tgt != nil {
 			targets = append(targets, st.tgt)
@@ -523,7 +535,7 @@ func (r *Recommender) loadPods(ctx context.Context) {
 				st.sample = pod
 			}
 			for _, c := range pod.Containers {
-				st.live[c.Name] = struct{}{}
+				st.live.add(c.Name)
 				r.instance(st, id, c.Name, now)
 			}
 		}
@@ -736,7 +748,7 @@ func (st *vpaState) recommendable() map[string]*model.AggregateState {
 	}
 	out := make(map[string]*model.AggregateState, len(live))
 	for name, a := range st.aggregates {
-		if _, ok := live[name]; ok {
+		if live.has(name) {
 			out[name] = a
 		}
 	}
@@ -818,9 +830,9 @@ func (r *Recommender) computeStatus(st *vpaState, now time.Time) vpav1.VerticalP
 	facts.Overlap = OverlapMessage(st.key.Name, setKeys(st.overlaps), setKeys(st.chosen))
 	if r.deps.HPAs != nil && st.tgt != nil {
 		if hpas, ok := r.deps.HPAs(st.key.Namespace); ok {
-			var containers []string
+			var containers []string // nil: every container
 			if len(st.live) > 0 {
-				containers = setKeys(st.live)
+				containers = st.live
 			}
 			facts.HPAConflict = hpa.Message(st.obj.VerticalPodAutoscaler, hpa.Conflicts(st.obj.VerticalPodAutoscaler, hpas, containers))
 		} else if c := trueCondition(st.obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
@@ -1189,7 +1201,7 @@ func (r *Recommender) garbageCollect() {
 	r.lastAggr = now
 	for _, st := range r.vpas {
 		for name, a := range st.aggregates {
-			if _, live := st.live[name]; live || !a.IsExpired(now) {
+			if st.live.has(name) || !a.IsExpired(now) {
 				continue
 			}
 			delete(st.aggregates, name)
