@@ -134,7 +134,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 	filter := o.Namespaces.Filter()
 	var caches informers.Set
-	vpaInformer := caches.AddVPAs(clients, filter.WatchNamespace())
+	vpaInformer := caches.AddVPAs(clients, filter.WatchNamespace(), nil)
 	if err := vpaInformer.AddIndexers(cache.Indexers{pod.TargetRefIndex: pod.TargetRefIndexFunc}); err != nil {
 		return err
 	}

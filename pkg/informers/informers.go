@@ -105,9 +105,13 @@ func (s *Set) AddWorkloads(c kubeclient.Clients, namespace string) Workloads {
 	return w
 }
 
-// AddVPAs adds the VerticalPodAutoscaler informer, managed fields dropped.
-func (s *Set) AddVPAs(c kubeclient.Clients, namespace string) cache.SharedIndexInformer {
-	return s.Add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, target.StripManagedFields)
+// AddVPAs adds the VerticalPodAutoscaler informer. transform trims each
+// object before it is cached; nil drops managed fields.
+func (s *Set) AddVPAs(c kubeclient.Clients, namespace string, transform cache.TransformFunc) cache.SharedIndexInformer {
+	if transform == nil {
+		transform = target.StripManagedFields
+	}
+	return s.Add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{}, DefaultResync, nil, transform)
 }
 
 // AddLimitRanges adds the LimitRange informer and returns a reader of a

@@ -96,7 +96,7 @@ func TestSetServesTrimmedWorkloadsVPAsAndMergedLimitRanges(t *testing.T) {
 	})
 	var set Set
 	workloads := set.AddWorkloads(c, "")
-	vpas := set.AddVPAs(c, "")
+	vpas := set.AddVPAs(c, "", nil)
 	limitRanges := set.AddLimitRanges(c, "")
 	if len(workloads.Informers) != 7 || len(workloads.Indexers) != 7 {
 		t.Fatalf("%d informers, %d indexers, want one of each per well-known kind", len(workloads.Informers), len(workloads.Indexers))

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
@@ -55,8 +54,7 @@ func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nati
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 	}, trim)
 	in.PodLister = NewPodLister(pods.GetIndexer())
-	in.VPALister = vpacache.NewLister(in.set.Add(c.VPA.RESTClient(), "verticalpodautoscalers", namespace, &vpav1.VerticalPodAutoscaler{},
-		informers.DefaultResync, nil, vpacache.Transform).GetIndexer())
+	in.VPALister = vpacache.NewLister(in.set.AddVPAs(c, namespace, vpacache.Transform).GetIndexer())
 	in.LimitRanges = in.set.AddLimitRanges(c, namespace)
 	events := in.set.Add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.AndSelectors(

@@ -106,7 +106,7 @@ func Run(ctx context.Context, o *options.Options) error {
 			fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 		).String()
 	}, target.StripManagedFields).GetIndexer())
-	vpaLister := vpalisters.NewVerticalPodAutoscalerLister(caches.AddVPAs(clients, ns).GetIndexer())
+	vpaLister := vpalisters.NewVerticalPodAutoscalerLister(caches.AddVPAs(clients, ns, nil).GetIndexer())
 
 	evictions, err := eviction.NewClient(restConfig)
 	if err != nil {
