@@ -22,9 +22,11 @@ type Workload struct {
 	// Selector selects the workload's pods: spec.selector of a Deployment,
 	// ReplicaSet, StatefulSet, DaemonSet or Job, a ReplicationController's
 	// selector, the labels of a CronJob's job template. It is parsed once,
-	// when the object is cached: parsed, it is also about a third of the
-	// size of the decoded one (two maps of eight slots), and the Resolver
-	// reads it for every VPA at every loop. Nil when SelectorErr says why.
+	// when the object is cached, since the Resolver reads it for every VPA
+	// at every loop; parsed, it is also smaller than the decoded form, whose
+	// matchLabels map is a group of eight slots (at 10,000 Deployments and
+	// their ReplicaSets: 8.5 MB decoded, about 2 MB parsed, in heap
+	// profiles). Nil when SelectorErr says why.
 	Selector labels.Selector
 	// SelectorErr is why the workload has no Selector: none is set, or it
 	// does not parse.

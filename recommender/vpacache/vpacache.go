@@ -73,7 +73,10 @@ func Transform(obj any) (any, error) {
 }
 
 // Status returns the object's status with its recommendation: a new status
-// sharing the cached conditions.
+// sharing the cached conditions. Being a method of VPA, it also hides the
+// embedded object's Status field, whose recommendation is always nil here:
+// code reading v.Status.Recommendation does not compile; the cached
+// conditions are v.VerticalPodAutoscaler.Status.
 func (v *VPA) Status() vpav1.VerticalPodAutoscalerStatus {
 	st := v.VerticalPodAutoscaler.Status
 	st.Recommendation = v.Recommendation.Expand()
@@ -198,16 +201,6 @@ func (rs Resources) List() corev1.ResourceList {
 		out[a.Name] = a.Value.DeepCopy()
 	}
 	return out
-}
-
-// Get returns the quantity of name and whether rs has it.
-func (rs Resources) Get(name corev1.ResourceName) (resource.Quantity, bool) {
-	for _, a := range rs {
-		if a.Name == name {
-			return a.Value, true
-		}
-	}
-	return resource.Quantity{}, false
 }
 
 // Equal reports whether rs and l hold the same resources with the same
