@@ -13,6 +13,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -83,7 +84,7 @@ func (f *Finder) WithStartupBoost() *Finder {
 // the given kind (a targetRef kind, e.g. "Deployment"), which informer
 // holds: the selector is resolved once and reused until the informer reports
 // the object updated or deleted. Call it before the Finder serves requests.
-func (f *Finder) CacheSelectors(kind string, informer cache.SharedInformer) error {
+func (f *Finder) CacheSelectors(kind string, informer EventSource) error {
 	invalidate := func(obj any) {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
@@ -182,9 +183,14 @@ func (f *Finder) ControllingVPA(ctx context.Context, pod *Decoded) (*vpav1.Verti
 	}), nil
 }
 
+// EventSource is what CacheSelectors needs of an informer.
+type EventSource interface {
+	AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error)
+}
+
 // CacheSelectorsOf calls CacheSelectors for each kind's informer, e.g. the
 // well-known controllers' (informers.Workloads.Informers).
-func (f *Finder) CacheSelectorsOf(byKind map[string]cache.SharedIndexInformer) error {
+func (f *Finder) CacheSelectorsOf(byKind map[string]informers.Informer) error {
 	for kind, inf := range byKind {
 		if err := f.CacheSelectors(kind, inf); err != nil {
 			return fmt.Errorf("watching %s selectors: %w", kind, err)

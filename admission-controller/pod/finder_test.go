@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	caches "github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -116,8 +117,8 @@ func TestDecodedController(t *testing.T) {
 
 // wellKnown returns the informers of the well-known controllers registered
 // on factory, by kind, and their indexers for target.NewResolver.
-func wellKnown(factory informers.SharedInformerFactory) (target.IndexerWorkloads, map[string]cache.SharedIndexInformer) {
-	byKind := map[string]cache.SharedIndexInformer{
+func wellKnown(factory informers.SharedInformerFactory) (target.IndexerWorkloads, map[string]caches.Informer) {
+	byKind := map[string]caches.Informer{
 		target.KindDeployment:            factory.Apps().V1().Deployments().Informer(),
 		target.KindReplicaSet:            factory.Apps().V1().ReplicaSets().Informer(),
 		target.KindStatefulSet:           factory.Apps().V1().StatefulSets().Informer(),

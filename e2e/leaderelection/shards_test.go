@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,7 +44,17 @@ type write struct {
 // is written by two replicas in turn. After SIGKILL of one replica its
 // shards are taken over within the lease duration plus one interval, and
 // the new holders restore the VPAs' checkpoints instead of starting over.
-func TestShardsDivideVPAsAndHandOver(t *testing.T) {
+// Every replica caches every pod.
+func TestShardsDivideVPAsAndHandOver(t *testing.T) { testShards(t, false) }
+
+// TestShardsByNamespaceCacheOnlyTheirNamespaces is the same with
+// --shard-by=namespace: the 40 VPAs share their namespace's shard, one
+// replica serves them and is the only one caching the namespace's pods and
+// VPAs. After SIGKILL of that replica, the one taking the shard lists the
+// namespace, restores the checkpoints and serves the VPAs.
+func TestShardsByNamespaceCacheOnlyTheirNamespaces(t *testing.T) { testShards(t, true) }
+
+func testShards(t *testing.T, byNamespace bool) {
 	c := framework.Start(t)
 	c.InstallCRDs(t)
 	c.ApplyRBAC(t, "recommender")
@@ -75,17 +86,33 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 	c.WaitForPods(t, ns, "", 40, framework.PodRunning)
 
 	binary := c.BuildBinary(t, "./recommender")
+	shardBy := "vpa"
+	if byNamespace {
+		shardBy = "namespace"
+	}
+	// shardOf is the shard of a VPA of ns.
+	shardOf := func(name string) int {
+		if byNamespace {
+			return shards.Of(ns, shardCount)
+		}
+		return shards.Of(ns+"/"+name, shardCount)
+	}
 	var procs []*framework.Process
+	var reps []*replica
 	for i := range 3 {
-		procs = append(procs, c.RunComponent(t, framework.Component{
+		port := framework.FreePort(t)
+		p := c.RunComponent(t, framework.Component{
 			Name:   fmt.Sprintf("vpa-recommender-%d", i),
 			Binary: binary,
-			Args: []string{"--vpa-object-namespace=" + ns, "--address=127.0.0.1:0", fmt.Sprintf("--shards=%d", shardCount),
+			Args: []string{"--vpa-object-namespace=" + ns, fmt.Sprintf("--address=127.0.0.1:%d", port), fmt.Sprintf("--shards=%d", shardCount),
+				"--shard-by=" + shardBy,
 				"--leader-elect-lease-duration=" + testLeaseDuration.String(), "--leader-elect-renew-deadline=3s",
 				"--leader-elect-retry-period=1s", "--recommender-interval=" + testInterval.String(),
 				"--checkpoints-write-interval=2s", "--checkpoints-timeout=5s", "--v=5"},
 			ServiceAccount: "kube-system/vpa-recommender",
-		}))
+		})
+		procs = append(procs, p)
+		reps = append(reps, &replica{proc: p, health: fmt.Sprintf("http://127.0.0.1:%d", port)})
 	}
 
 	holders := func() (map[string][]int, error) {
@@ -134,6 +161,37 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		return true, nil
 	})
 
+	// What each replica caches: by VPA, every pod and VPA of the namespace;
+	// by namespace, only the holder of the namespace's shard.
+	h, err := holders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsShard := shards.Of(ns, shardCount)
+	checkCaches := func(h map[string][]int, alive []int) {
+		t.Helper()
+		for _, i := range alive {
+			want := 40
+			if byNamespace && !containsInt(h[identityOf(t, procs[i])], nsShard) {
+				want = 0
+			}
+			framework.WaitFor(t, time.Minute, func() (bool, error) {
+				for _, res := range []string{"pods", "verticalpodautoscalers"} {
+					n, err := cachedObjects(reps[i], res)
+					if err != nil {
+						return false, err
+					}
+					if n != want {
+						return false, fmt.Errorf("replica %d (shards %v) caches %d %s of the namespace in shard %d, want %d",
+							i, h[identityOf(t, procs[i])], n, res, nsShard, want)
+					}
+				}
+				return true, nil
+			})
+		}
+	}
+	checkCaches(h, []int{0, 1, 2})
+
 	// Let the checkpoints accumulate samples, then kill one replica. A
 	// sample is one metrics-server scrape (--metric-resolution=10s, the
 	// first usable one a scrape or two after the pod starts), so three take
@@ -167,11 +225,18 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		return true, nil
 	})
 	t.Logf("every checkpoint had %d samples %v later", minSamples, time.Since(waited).Round(time.Second))
-	h, err := holders()
-	if err != nil {
+	if h, err = holders(); err != nil {
 		t.Fatal(err)
 	}
+	// By VPA replica 0; by namespace the replica serving the namespace.
 	victim := 0
+	if byNamespace {
+		for i, p := range procs {
+			if containsInt(h[identityOf(t, p)], nsShard) {
+				victim = i
+			}
+		}
+	}
 	victimID := identityOf(t, procs[victim])
 	victimShards := h[victimID]
 	if len(victimShards) == 0 {
@@ -211,9 +276,12 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 	// before the kill; no count observed may fall below it.
 	moved := map[string]bool{}
 	for name := range before {
-		if containsInt(victimShards, shards.Of(ns+"/"+name, shardCount)) {
+		if containsInt(victimShards, shardOf(name)) {
 			moved[name] = true
 		}
+	}
+	if byNamespace && len(moved) != 40 {
+		t.Fatalf("%d VPAs moved with the namespace's shard, want all 40", len(moved))
 	}
 	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		after, err := cps()
@@ -231,6 +299,19 @@ func TestShardsDivideVPAsAndHandOver(t *testing.T) {
 		}
 		return waiting == nil, waiting
 	})
+
+	// The survivors cache what they serve: by namespace, the replica that
+	// took the namespace's shard has listed it.
+	if h, err = holders(); err != nil {
+		t.Fatal(err)
+	}
+	var alive []int
+	for i := range procs {
+		if i != victim {
+			alive = append(alive, i)
+		}
+	}
+	checkCaches(h, alive)
 
 	// No VPA was written by two replicas in turn.
 	writes := map[string][]write{}
@@ -267,6 +348,23 @@ func identityOf(t *testing.T, p *framework.Process) string {
 		t.Fatalf("%s did not log its shard identity", p.Name)
 	}
 	return id[1]
+}
+
+// cachedObjectsRe reads vpa_recommender_cached_objects from /metrics.
+var cachedObjectsRe = regexp.MustCompile(`(?m)^vpa_recommender_cached_objects\{resource="([^"]+)"\} (\d+)$`)
+
+// cachedObjects returns how many objects of a resource a replica caches.
+func cachedObjects(r *replica, resource string) (int, error) {
+	body, err := r.get("/metrics")
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range cachedObjectsRe.FindAllStringSubmatch(body, -1) {
+		if m[1] == resource {
+			return strconv.Atoi(m[2])
+		}
+	}
+	return 0, fmt.Errorf("no vpa_recommender_cached_objects for %s on %s", resource, r.proc.Name)
 }
 
 func containsInt(xs []int, x int) bool {

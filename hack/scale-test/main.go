@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,8 +55,11 @@ import (
 )
 
 type config struct {
-	kubeconfig   string
-	namespace    string
+	kubeconfig string
+	namespace  string
+	// namespaces > 1 spreads the Deployments over <namespace>-0 ... -<n-1>,
+	// and the recommender watches every namespace.
+	namespaces   int
 	deployments  int
 	replicas     int
 	loops        int
@@ -97,6 +101,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("scale-test", flag.ContinueOnError)
 	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
 	fs.StringVar(&c.namespace, "namespace", "scale-test", "namespace for the workloads; must not exist yet")
+	fs.IntVar(&c.namespaces, "namespaces", 1, "spread the Deployments round-robin over this many namespaces, <namespace>-0, <namespace>-1, ...; above 1 the recommender watches every namespace (use a cluster of its own)")
 	fs.IntVar(&c.deployments, "deployments", 500, "number of Deployments, each with a VPA in Off mode")
 	fs.IntVar(&c.replicas, "replicas", 2, "pods per Deployment")
 	fs.IntVar(&c.loops, "loops", 4, "recommender loops to measure, the first included")
@@ -122,6 +127,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if c.recommenderReplicas < 1 || c.recommenderReplicas > 1 && (c.shards < c.recommenderReplicas || c.loops < 1) {
 		return errors.New("--recommender-replicas must be positive; with more than one, --recommender-shards must be at least as many and --loops positive")
+	}
+	if c.namespaces < 1 || c.namespaces > c.deployments || c.namespaces > 1 && len(comps) > 0 {
+		return errors.New("--namespaces must be between 1 and --deployments, and 1 with --components")
 	}
 	if c.deployments < 1 || c.replicas < 1 || c.loops < 0 || (c.loops == 0 && len(comps) == 0) {
 		return errors.New("--deployments and --replicas must be positive, --loops too unless --components are measured")
@@ -155,30 +163,37 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
+	nss := c.namespaceList()
 	if c.reuse {
 		c.keep = true
-		logf("reusing the workloads of namespace %s; deleting its checkpoints and clearing its VPAs' statuses", c.namespace)
-		if err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(c.namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
-			return fmt.Errorf("deleting the checkpoints of %s: %w", c.namespace, err)
-		}
-		if err := clearStatuses(ctx, vpas, c.namespace); err != nil {
-			return err
+		logf("reusing the workloads of %s; deleting their checkpoints and clearing their VPAs' statuses", describe(nss))
+		for _, ns := range nss {
+			if err := vpas.AutoscalingV1().VerticalPodAutoscalerCheckpoints(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+				return fmt.Errorf("deleting the checkpoints of %s: %w", ns, err)
+			}
+			if err := clearStatuses(ctx, vpas, ns); err != nil {
+				return err
+			}
 		}
 	} else {
-		logf("creating namespace %s with %d Deployments of %d pods and a VPA each", c.namespace, c.deployments, c.replicas)
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.namespace}}, metav1.CreateOptions{}); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				return fmt.Errorf("namespace %s exists: delete it, pass --reuse or pass another --namespace", c.namespace)
+		logf("creating %s with %d Deployments of %d pods and a VPA each", describe(nss), c.deployments, c.replicas)
+		for _, ns := range nss {
+			if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+				if apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("namespace %s exists: delete it, pass --reuse or pass another --namespace", ns)
+				}
+				return fmt.Errorf("creating namespace: %w", err)
 			}
-			return fmt.Errorf("creating namespace: %w", err)
 		}
 		if !c.keep {
 			defer func() {
-				logf("deleting namespace %s (in the background on the server)", c.namespace)
+				logf("deleting %s (in the background on the server)", describe(nss))
 				dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 				defer cancel()
-				if err := kube.CoreV1().Namespaces().Delete(dctx, c.namespace, metav1.DeleteOptions{}); err != nil {
-					logf("deleting namespace: %v", err)
+				for _, ns := range nss {
+					if err := kube.CoreV1().Namespaces().Delete(dctx, ns, metav1.DeleteOptions{}); err != nil {
+						logf("deleting namespace: %v", err)
+					}
 				}
 			}()
 		}
@@ -189,14 +204,24 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	sctx, cancel := context.WithTimeout(ctx, c.setupTimeout)
 	defer cancel()
 	want := c.deployments * c.replicas
+	ours := map[string]bool{}
+	for _, ns := range nss {
+		ours[ns] = true
+	}
+	// One namespace is listed alone; several through a list of every
+	// namespace, counting ours.
+	listNS := c.namespace
+	if c.namespaces > 1 {
+		listNS = ""
+	}
 	if err := waitFor(sctx, "pods running", want, func(ctx context.Context) (int, error) {
-		l, err := kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		l, err := kube.CoreV1().Pods(listNS).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
 		if err != nil {
 			return 0, err
 		}
 		n := 0
 		for i := range l.Items {
-			if l.Items[i].Status.Phase == corev1.PodRunning {
+			if l.Items[i].Status.Phase == corev1.PodRunning && ours[l.Items[i].Namespace] {
 				n++
 			}
 		}
@@ -205,11 +230,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err := waitFor(sctx, "pods in metrics.k8s.io", want, func(ctx context.Context) (int, error) {
-		l, err := metrics.MetricsV1beta1().PodMetricses(c.namespace).List(ctx, metav1.ListOptions{})
+		l, err := metrics.MetricsV1beta1().PodMetricses(listNS).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return 0, err
 		}
-		return len(l.Items), nil
+		n := 0
+		for i := range l.Items {
+			if ours[l.Items[i].Namespace] {
+				n++
+			}
+		}
+		return n, nil
 	}); err != nil {
 		return err
 	}
@@ -234,6 +265,34 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	reportComponents(out, cres)
 	return nil
+}
+
+// namespaceList returns the test's namespaces.
+func (c config) namespaceList() []string {
+	if c.namespaces <= 1 {
+		return []string{c.namespace}
+	}
+	out := make([]string, c.namespaces)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%d", c.namespace, i)
+	}
+	return out
+}
+
+// namespaceOf returns the namespace of Deployment i.
+func (c config) namespaceOf(i int) string {
+	if c.namespaces <= 1 {
+		return c.namespace
+	}
+	return fmt.Sprintf("%s-%d", c.namespace, i%c.namespaces)
+}
+
+// describe names the namespaces for the log.
+func describe(nss []string) string {
+	if len(nss) == 1 {
+		return "namespace " + nss[0]
+	}
+	return fmt.Sprintf("%d namespaces %s ... %s", len(nss), nss[0], nss[len(nss)-1])
 }
 
 // preflight checks that the CRDs are served and the nodes can hold the pods.
@@ -281,7 +340,7 @@ func room(nodes []corev1.Node, pods []corev1.Pod, c config) (need, free int64) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		if c.reuse && p.Namespace == c.namespace {
+		if c.reuse && slices.Contains(c.namespaceList(), p.Namespace) {
 			need--
 		}
 		if usable[p.Spec.NodeName] {
@@ -342,10 +401,11 @@ feed:
 
 func createOne(ctx context.Context, kube kubernetes.Interface, vpas versioned.Interface, c config, i int) error {
 	name := fmt.Sprintf("app-%05d", i)
+	ns := c.namespaceOf(i)
 	labels := map[string]string{"app": name}
 	cpu, mem := usage(i)
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(int32(c.replicas)),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -365,17 +425,17 @@ func createOne(ctx context.Context, kube kubernetes.Interface, vpas versioned.In
 			},
 		},
 	}
-	if _, err := kube.AppsV1().Deployments(c.namespace).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+	if _, err := kube.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating Deployment %s: %w", name, err)
 	}
 	v := &vpav1.VerticalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: vpav1.VerticalPodAutoscalerSpec{
 			TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: name},
 			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: ptr.To(vpav1.UpdateModeOff)},
 		},
 	}
-	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(c.namespace).Create(ctx, v, metav1.CreateOptions{}); err != nil {
+	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).Create(ctx, v, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating VPA %s: %w", name, err)
 	}
 	return nil
@@ -488,7 +548,7 @@ func measure(ctx context.Context, vpas versioned.Interface, c config) (*results,
 		args = append(args, "--profiling")
 	}
 	args = append(args, strings.Fields(c.extraArgs)...)
-	recommended, err := watchRecommended(ctx, vpas, c.namespace, c.deployments)
+	recommended, err := watchRecommended(ctx, vpas, c.namespaceList(), c.deployments)
 	if err != nil {
 		return nil, err
 	}
@@ -562,14 +622,17 @@ func measure(ctx context.Context, vpas versioned.Interface, c config) (*results,
 
 // recommenderArgs are the flags every measured recommender runs with.
 func recommenderArgs(c config, port int) []string {
-	return []string{
+	args := []string{
 		"--kubeconfig=" + c.kubeconfig,
-		"--vpa-object-namespace=" + c.namespace,
 		fmt.Sprintf("--address=127.0.0.1:%d", port),
 		"--recommender-interval=" + c.interval.String(),
 		"--kube-api-qps=" + strconv.FormatFloat(c.qps, 'f', -1, 64),
 		"--kube-api-burst=" + strconv.Itoa(int(2*c.qps)),
 	}
+	if c.namespaces <= 1 {
+		args = append(args, "--vpa-object-namespace="+c.namespace)
+	}
+	return args
 }
 
 // startProcess starts bin with its output in log, and returns the command, a channel that
@@ -668,8 +731,8 @@ func logf(format string, args ...any) {
 }
 
 func report(out io.Writer, c config, r *results) {
-	fmt.Fprintf(out, "\n%d VPAs, %d Deployments of %d pods (%d pods), --recommender-interval=%s, --kube-api-qps=%g\n",
-		c.deployments, c.deployments, c.replicas, c.deployments*c.replicas, c.interval, c.qps)
+	fmt.Fprintf(out, "\n%d VPAs, %d Deployments of %d pods (%d pods) in %d namespaces, --recommender-interval=%s, --kube-api-qps=%g\n",
+		c.deployments, c.deployments, c.replicas, c.deployments*c.replicas, c.namespaces, c.interval, c.qps)
 	fmt.Fprintf(out, "process start to end of first loop: %s; to every VPA's first status written: %s; peak RSS seen: %.1f MB; recommender log: %s\n\n",
 		r.startup.Round(100*time.Millisecond), r.allWritten.Round(time.Second), r.peakRSS/1e6, r.logPath)
 

@@ -32,6 +32,10 @@ func TestRoom(t *testing.T) {
 			pods: []corev1.Pod{pod("scale", "kwok-0", corev1.PodRunning), pod("scale", "kwok-1", corev1.PodRunning), pod("other", "kwok-1", corev1.PodRunning)},
 			c:    config{deployments: 2, replicas: 1, reuse: true, namespace: "scale"}, need: 0, free: 217,
 		},
+		"reused workloads over several namespaces": {
+			pods: []corev1.Pod{pod("scale-0", "kwok-0", corev1.PodRunning), pod("scale-1", "kwok-1", corev1.PodRunning), pod("scale", "kwok-1", corev1.PodRunning)},
+			c:    config{deployments: 2, replicas: 1, reuse: true, namespace: "scale", namespaces: 2}, need: 0, free: 217,
+		},
 		"without --reuse the namespace's pods are others": {
 			pods: []corev1.Pod{pod("scale", "kwok-0", corev1.PodRunning)},
 			c:    config{deployments: 2, replicas: 1, namespace: "scale"}, need: 2, free: 219,

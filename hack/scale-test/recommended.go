@@ -14,13 +14,14 @@ import (
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 )
 
-// recommendedWatch follows the VPAs of a namespace through a watch and
+// recommendedWatch follows the VPAs of some namespaces through a watch and
 // records when every one of them first has a recommendation. It reads only
 // the API, so it measures any recommender the same way, upstream's too, and
 // counts across replicas.
 type recommendedWatch struct {
-	want  int
-	start time.Time
+	want       int
+	start      time.Time
+	namespaces map[string]bool
 
 	mu  sync.Mutex
 	has map[string]bool
@@ -28,9 +29,16 @@ type recommendedWatch struct {
 }
 
 // watchRecommended starts the watch; it stops with ctx. The clock starts now.
-func watchRecommended(ctx context.Context, vpas versioned.Interface, namespace string, want int) (*recommendedWatch, error) {
-	w := &recommendedWatch{want: want, start: time.Now(), has: map[string]bool{}}
-	api := vpas.AutoscalingV1().VerticalPodAutoscalers(namespace)
+func watchRecommended(ctx context.Context, vpas versioned.Interface, namespaces []string, want int) (*recommendedWatch, error) {
+	w := &recommendedWatch{want: want, start: time.Now(), has: map[string]bool{}, namespaces: map[string]bool{}}
+	for _, ns := range namespaces {
+		w.namespaces[ns] = true
+	}
+	watched := "" // several namespaces: watch all, count ours
+	if len(namespaces) == 1 {
+		watched = namespaces[0]
+	}
+	api := vpas.AutoscalingV1().VerticalPodAutoscalers(watched)
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return api.List(ctx, o)
@@ -52,15 +60,16 @@ func watchRecommended(ctx context.Context, vpas versioned.Interface, namespace s
 
 func (w *recommendedWatch) observe(o any) {
 	v, ok := o.(*vpav1.VerticalPodAutoscaler)
-	if !ok || v.Status.Recommendation == nil || len(v.Status.Recommendation.ContainerRecommendations) == 0 {
+	if !ok || !w.namespaces[v.Namespace] || v.Status.Recommendation == nil || len(v.Status.Recommendation.ContainerRecommendations) == 0 {
 		return
 	}
+	key := v.Namespace + "/" + v.Name
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.has[v.Name] {
+	if w.has[key] {
 		return
 	}
-	w.has[v.Name] = true
+	w.has[key] = true
 	if len(w.has) == w.want {
 		w.at = time.Since(w.start)
 		logf("every VPA has its first recommendation %s after the start (seen by a watch)", w.at.Round(time.Second))

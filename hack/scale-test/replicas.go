@@ -22,7 +22,9 @@ type replicaResult struct {
 	peakRSS  float64
 	statuses float64 // successful status writes
 	shards   float64
-	logPath  string
+	// cachedPods and cachedVPAs are what the replica caches at its last loop.
+	cachedPods, cachedVPAs float64
+	logPath                string
 }
 
 type shardedResults struct {
@@ -58,7 +60,7 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 		}
 	}()
 	stamp := time.Now().Format("20060102-150405")
-	recommended, err := watchRecommended(ctx, vpas, c.namespace, c.deployments)
+	recommended, err := watchRecommended(ctx, vpas, c.namespaceList(), c.deployments)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +118,8 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 			p.res.peakRSS = math.Max(p.res.peakRSS, cur["process_resident_memory_bytes"])
 			p.res.statuses = cur[`vpa_recommender_api_writes_total{kind="status",result="success"}`]
 			p.res.shards = cur["vpa_recommender_shards_owned"]
+			p.res.cachedPods = cur[`vpa_recommender_cached_objects{resource="pods"}`]
+			p.res.cachedVPAs = cur[`vpa_recommender_cached_objects{resource="verticalpodautoscalers"}`]
 			if cur[stepKey("total", "_count")] > p.prev[stepKey("total", "_count")] {
 				p.res.loops = append(p.res.loops, cur[stepKey("total", "_sum")]-p.prev[stepKey("total", "_sum")])
 				logf("replica %d loop %d: %.2fs, RSS %.1f MB, %v shards, %.0f status writes", i, len(p.res.loops),
@@ -134,11 +138,11 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 }
 
 func reportReplicas(out io.Writer, c config, r *shardedResults) {
-	fmt.Fprintf(out, "\n%d VPAs, %d Deployments of %d pods, %d recommender replicas, --shards=%d, --recommender-interval=%s, --kube-api-qps=%g each\n",
-		c.deployments, c.deployments, c.replicas, c.recommenderReplicas, c.shards, c.interval, c.qps)
+	fmt.Fprintf(out, "\n%d VPAs, %d Deployments of %d pods in %d namespaces, %d recommender replicas, --shards=%d, --recommender-interval=%s, --kube-api-qps=%g each\n",
+		c.deployments, c.deployments, c.replicas, c.namespaces, c.recommenderReplicas, c.shards, c.interval, c.qps)
 	fmt.Fprintf(out, "start to every VPA's first status (seen by a watch): %s\n\n", r.allWritten.Round(time.Second))
-	fmt.Fprintln(out, "| replica | shards | status writes | first loop s | steady loops mean s | max s | peak RSS MB |")
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|")
+	fmt.Fprintln(out, "| replica | shards | status writes | cached pods | cached VPAs | first loop s | steady loops mean s | max s | peak RSS MB |")
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|")
 	for i, rr := range r.replicas {
 		var sum, maxT float64
 		for _, l := range rr.loops[1:] {
@@ -149,6 +153,7 @@ func reportReplicas(out io.Writer, c config, r *shardedResults) {
 		if n := len(rr.loops) - 1; n > 0 {
 			mean = sum / float64(n)
 		}
-		fmt.Fprintf(out, "| %d | %.0f | %.0f | %.2f | %.2f | %.2f | %.1f |\n", i, rr.shards, rr.statuses, rr.loops[0], mean, maxT, rr.peakRSS/1e6)
+		fmt.Fprintf(out, "| %d | %.0f | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f | %.1f |\n", i, rr.shards, rr.statuses, rr.cachedPods, rr.cachedVPAs,
+			rr.loops[0], mean, maxT, rr.peakRSS/1e6)
 	}
 }

@@ -21,7 +21,8 @@ const Resync = 10 * time.Minute
 // starts and becomes ready; until the cache has synced, InNamespace returns
 // nothing and no conflict is reported.
 type Cache struct {
-	informer cache.SharedIndexInformer
+	set      *informers.Set
+	informer informers.Informer
 }
 
 // NewCache builds the cache of the HPAs in namespace ("" for all) over a
@@ -36,13 +37,13 @@ func NewCache(cfg *rest.Config, namespace string) (*Cache, error) {
 
 // NewCacheFromClient builds the cache over an autoscaling/v2 REST client.
 func NewCacheFromClient(client rest.Interface, namespace string) *Cache {
-	var set informers.Set
+	set := &informers.Set{}
 	inf := set.Add(client, "horizontalpodautoscalers", namespace, &autoscalingv2.HorizontalPodAutoscaler{}, Resync, nil, Trim)
-	return &Cache{informer: inf}
+	return &Cache{set: set, informer: inf}
 }
 
 // Start runs the informer until ctx ends.
-func (c *Cache) Start(ctx context.Context) { go c.informer.RunWithContext(ctx) }
+func (c *Cache) Start(ctx context.Context) { c.set.Start(ctx) }
 
 // HasSynced reports whether the first list has arrived.
 func (c *Cache) HasSynced() bool { return c.informer.HasSynced() }

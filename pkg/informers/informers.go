@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,30 +31,70 @@ const DefaultResync = 10 * time.Minute
 // Set is a group of informers started and synced together. Add every
 // informer before Start.
 type Set struct {
-	all []cache.SharedIndexInformer
+	// Scope, when set before the first Add, keeps only the objects of the
+	// namespaces in scope (see Scope). Informers added to a scoped Set do
+	// not resync.
+	Scope *Scope
+
+	all       []Informer
+	resources []string // of all
+	shared    []cache.SharedIndexInformer
+}
+
+// Collector returns a collector of the number of objects each informer of
+// the set caches, as <metricNamespace>_cached_objects{resource}.
+func (s *Set) Collector(metricNamespace string) prometheus.Collector {
+	return &setCollector{set: s, desc: prometheus.NewDesc(metricNamespace+"_cached_objects",
+		"Objects in the informer caches, by resource.", []string{"resource"}, nil)}
+}
+
+type setCollector struct {
+	set  *Set
+	desc *prometheus.Desc
+}
+
+func (c *setCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *setCollector) Collect(ch chan<- prometheus.Metric) {
+	for i, inf := range c.set.all {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(len(inf.GetIndexer().ListKeys())), c.set.resources[i])
+	}
 }
 
 // Add creates an informer over client's resource in namespace ("" for all),
 // indexed by namespace. tweak (may be nil) narrows its lists and watches;
 // transform (may be nil) trims each object before it is cached.
 func (s *Set) Add(client rest.Interface, resource, namespace string, obj runtime.Object, resync time.Duration,
-	tweak func(*metav1.ListOptions), transform cache.TransformFunc) cache.SharedIndexInformer {
+	tweak func(*metav1.ListOptions), transform cache.TransformFunc) Informer {
 	if tweak == nil {
 		tweak = func(*metav1.ListOptions) {}
 	}
 	lw := cache.NewFilteredListWatchFromClient(client, resource, namespace, tweak)
+	if s.Scope != nil {
+		inf := newScopedInformer(lw, obj, resource, transform)
+		s.Scope.add(inf)
+		s.all = append(s.all, inf)
+		s.resources = append(s.resources, resource)
+		return inf
+	}
 	inf := cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	if transform != nil {
 		_ = inf.SetTransform(transform) // cannot fail before the informer starts
 	}
 	s.all = append(s.all, inf)
+	s.resources = append(s.resources, resource)
+	s.shared = append(s.shared, inf)
 	return inf
 }
 
-// Start starts every informer; they stop when ctx ends.
+// Start starts every informer; they stop when ctx ends. A scoped Set's
+// informers list once the Scope has been Set.
 func (s *Set) Start(ctx context.Context) {
-	for _, inf := range s.all {
+	for _, inf := range s.shared {
 		go inf.RunWithContext(ctx)
+	}
+	if s.Scope != nil {
+		s.Scope.Start(ctx)
 	}
 }
 
@@ -78,7 +119,7 @@ type Workloads struct {
 	// Indexers reads them, for target.NewResolver.
 	Indexers target.IndexerWorkloads
 	// Informers are the same informers by kind, for event handlers.
-	Informers map[string]cache.SharedIndexInformer
+	Informers map[string]Informer
 }
 
 // AddWorkloads adds an informer per well-known controller kind.
@@ -96,7 +137,7 @@ func (s *Set) AddWorkloads(c kubeclient.Clients, namespace string) Workloads {
 		{target.KindCronJob, "cronjobs", c.Batch, &batchv1.CronJob{}},
 		{target.KindReplicationController, "replicationcontrollers", c.Core, &corev1.ReplicationController{}},
 	}
-	w := Workloads{Indexers: target.IndexerWorkloads{}, Informers: map[string]cache.SharedIndexInformer{}}
+	w := Workloads{Indexers: target.IndexerWorkloads{}, Informers: map[string]Informer{}}
 	for _, k := range kinds {
 		inf := s.Add(k.client, k.resource, namespace, k.obj, DefaultResync, nil, target.TrimWorkload)
 		w.Indexers[k.kind] = inf.GetIndexer()
@@ -107,7 +148,7 @@ func (s *Set) AddWorkloads(c kubeclient.Clients, namespace string) Workloads {
 
 // AddVPAs adds the VerticalPodAutoscaler informer. transform trims each
 // object before it is cached; nil drops managed fields.
-func (s *Set) AddVPAs(c kubeclient.Clients, namespace string, transform cache.TransformFunc) cache.SharedIndexInformer {
+func (s *Set) AddVPAs(c kubeclient.Clients, namespace string, transform cache.TransformFunc) Informer {
 	if transform == nil {
 		transform = target.StripManagedFields
 	}

@@ -19,6 +19,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +56,10 @@ func Of(key string, n int) int {
 type Options struct {
 	// Shards is the number of shards, 1 to MaxShards.
 	Shards int
+	// ByNamespace divides namespaces among the shards, not objects: all
+	// objects of a namespace are in one shard, so a replica can cache only
+	// its shards' namespaces.
+	ByNamespace bool
 	// Name names the group: shard Leases are <Name>-shard-<i>, member
 	// Leases <Name>-member-<slot>.
 	Name      string
@@ -151,8 +156,22 @@ const (
 
 func (m *Manager) memberName(k int) string { return m.o.Name + "-member-" + strconv.Itoa(k) }
 
-// Of returns the shard of key.
-func (m *Manager) Of(key string) int { return Of(key, m.o.Shards) }
+// Of returns the shard of an object's "namespace/name" key: with
+// ByNamespace, the shard of its namespace.
+func (m *Manager) Of(key string) int {
+	if m.o.ByNamespace {
+		ns, _, _ := strings.Cut(key, "/")
+		return Of(ns, m.o.Shards)
+	}
+	return Of(key, m.o.Shards)
+}
+
+// OfNamespace returns the shard of every object in namespace; only with
+// ByNamespace.
+func (m *Manager) OfNamespace(namespace string) int { return Of(namespace, m.o.Shards) }
+
+// Shards returns the number of shards.
+func (m *Manager) Shards() int { return m.o.Shards }
 
 // Identity is the holder identity this replica writes on its Leases.
 func (m *Manager) Identity() string { return m.o.Identity }

@@ -27,6 +27,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/hpa"
+	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
@@ -199,6 +200,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 
 	var shardManager *shards.Manager
+	var scope *informers.Scope
 	if o.Shards > 0 {
 		lc, err := leases.NewListClient(cfg)
 		if err != nil {
@@ -210,25 +212,30 @@ func Run(ctx context.Context, o *options.Options) error {
 		}
 		le := o.LeaderElection
 		shardManager, err = shards.New(shards.Options{
-			Shards: o.Shards, Name: le.ResourceName, Namespace: le.ResourceNamespace, Identity: host + "_" + uuid.NewString(),
+			Shards: o.Shards, ByNamespace: o.ShardBy == options.ShardByNamespace,
+			Name: le.ResourceName, Namespace: le.ResourceNamespace, Identity: host + "_" + uuid.NewString(),
 			LeaseDuration: le.LeaseDuration, RenewDeadline: le.RenewDeadline, RetryPeriod: le.RetryPeriod,
 			Clock: clk, Registerer: reg,
 		}, lc)
 		if err != nil {
 			return err
 		}
-		logger.Info("Shard identity", "identity", shardManager.Identity(), "shards", o.Shards)
+		if o.ShardBy == options.ShardByNamespace {
+			scope = informers.NewScope()
+		}
+		logger.Info("Shard identity", "identity", shardManager.Identity(), "shards", o.Shards, "shardBy", o.ShardBy)
 	}
 
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.FeatureGates.Enabled(features.NativeSidecar))
+	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.FeatureGates.Enabled(features.NativeSidecar), scope)
 	if err != nil {
 		return err
 	}
 	if inf.HPAs, err = hpa.NewCache(cfg, nsFilter.WatchNamespace()); err != nil {
 		return err
 	}
+	reg.MustRegister(inf.Collector())
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -237,17 +244,23 @@ func Run(ctx context.Context, o *options.Options) error {
 		return nil
 	})
 	inf.Start(gctx)
-	g.Go(func() error {
-		klog.FromContext(gctx).Info("Waiting for informer caches")
-		if err := inf.WaitForSync(gctx); err != nil {
+	waitForSync := func(ctx context.Context) error {
+		klog.FromContext(ctx).Info("Waiting for informer caches")
+		if err := inf.WaitForSync(ctx); err != nil {
 			return err
 		}
 		ready.Store(true)
-		klog.FromContext(gctx).Info("Informer caches synced")
+		klog.FromContext(ctx).Info("Informer caches synced")
+		return nil
+	}
+	g.Go(func() error {
 		if shardManager != nil {
-			return runSharded(gctx, shardManager, o.LeaderElection.RenewDeadline, func(ctx context.Context) error {
-				return lead(ctx, gctx, o, clients, inf, oom, usage, disc, est, prom, loopHealth, clk, hist, shardManager)
+			return runSharded(gctx, shardManager, scope, o.LeaderElection.RenewDeadline, waitForSync, func(ctx context.Context, src loop.ShardSource) error {
+				return lead(ctx, gctx, o, clients, inf, oom, usage, disc, est, prom, loopHealth, clk, hist, src)
 			})
+		}
+		if err := waitForSync(gctx); err != nil {
+			return err
 		}
 		return leaderelection.Run(gctx, election, leaseClient, func(lctx context.Context) error {
 			// Checkpoints are written at the end only when gctx ended (a
@@ -266,7 +279,7 @@ func Run(ctx context.Context, o *options.Options) error {
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
 	usage input.MetricsSource, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
-	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader, sm *shards.Manager) error {
+	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader, shardSource loop.ShardSource) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
@@ -278,10 +291,6 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		var wg sync.WaitGroup
 		defer wg.Wait()
 		wg.Go(func() { hist.Run(ctx) })
-	}
-	var shardSource loop.ShardSource
-	if sm != nil {
-		shardSource = sm
 	}
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
@@ -348,11 +357,28 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 }
 
 // runSharded runs the loop while the shard manager keeps this replica's
-// shards. The Leases outlive the loop, so that its last checkpoints are
-// written while the shards are still held, and are released after it.
-func runSharded(ctx context.Context, m *shards.Manager, releaseTimeout time.Duration, run func(context.Context) error) error {
+// shards. Without a scope the caches sync first, so that a replica joining
+// takes shards only when it can serve them. With a scope
+// (--shard-by=namespace) the manager starts first: the caches list only the
+// namespaces of the shards it takes. The Leases outlive the loop, so that
+// its last checkpoints are written while the shards are still held, and are
+// released after it.
+func runSharded(ctx context.Context, m *shards.Manager, scope *informers.Scope, releaseTimeout time.Duration,
+	waitForSync func(context.Context) error, run func(context.Context, loop.ShardSource) error) error {
+	if scope == nil {
+		if err := waitForSync(ctx); err != nil {
+			return err
+		}
+	}
 	mctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
+	defer func() {
+		stop()
+		wg.Wait()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		m.Release(rctx)
+	}()
 	wg.Go(func() { m.Run(mctx) })
 	// The first loop waits for the first shards (a retry period after the
 	// start), or for a lease duration when the Leases cannot be written.
@@ -363,13 +389,16 @@ func runSharded(ctx context.Context, m *shards.Manager, releaseTimeout time.Dura
 	case <-ctx.Done():
 	}
 	settle.Stop()
-	err := run(ctx)
-	stop()
-	wg.Wait()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	m.Release(rctx)
-	return err
+	if scope == nil {
+		return run(ctx, m)
+	}
+	scoped := shards.NewScoped(m, scope)
+	scoped.Update(ctx)
+	wg.Go(func() { scoped.Run(mctx) })
+	if err := waitForSync(ctx); err != nil {
+		return err
+	}
+	return run(ctx, scoped)
 }
 
 // historyStartWait bounds how long the first loop waits for the history of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -39,12 +40,13 @@ type Informers struct {
 	set informers.Set
 }
 
-// NewInformers builds the informers scoped to namespace ("" for all). The OOM
+// NewInformers builds the informers of namespace ("" for all). The OOM
 // observer, if not nil, is registered on the pod and event informers. With
 // nativeSidecars, pods are cached with their native sidecars as containers
-// (TrimPodWithSidecars).
-func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nativeSidecars bool) (*Informers, error) {
-	in := &Informers{}
+// (TrimPodWithSidecars). With a scope (may be nil), they keep only the
+// namespaces it holds and list when it is Set (informers.Scope).
+func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nativeSidecars bool, scope *informers.Scope) (*Informers, error) {
+	in := &Informers{set: informers.Set{Scope: scope}}
 	trim := TrimPod
 	if nativeSidecars {
 		trim = TrimPodWithSidecars
@@ -80,6 +82,10 @@ func (in *Informers) Start(ctx context.Context) {
 		in.HPAs.Start(ctx)
 	}
 }
+
+// Collector counts the cached objects by resource
+// (vpa_recommender_cached_objects).
+func (in *Informers) Collector() prometheus.Collector { return in.set.Collector("vpa_recommender") }
 
 // WaitForSync blocks until every informer has synced, or ctx ends.
 func (in *Informers) WaitForSync(ctx context.Context) error { return in.set.WaitForSync(ctx) }

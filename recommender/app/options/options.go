@@ -32,6 +32,12 @@ const (
 	StoragePrometheus = "prometheus"
 )
 
+// Ways --shard-by divides the VPAs.
+const (
+	ShardByVPA       = "vpa"
+	ShardByNamespace = "namespace"
+)
+
 // LeaseName is the recommender's leader election lease.
 const LeaseName = "vpa-recommender-lease"
 
@@ -77,6 +83,7 @@ type Options struct {
 	Storage                  string
 	MemorySaver              bool
 	Shards                   int
+	ShardBy                  string
 	Estimator                string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
@@ -113,6 +120,7 @@ func NewOptions() *Options {
 		MinCheckpoints:           10,
 		UpdateWorkerCount:        10,
 		Address:                  ":8942",
+		ShardBy:                  ShardByVPA,
 		Estimator:                estimator.PercentileName,
 		Estimators:               estimator.DefaultOptions(),
 		Model:                    *model.DefaultConfig(),
@@ -156,6 +164,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")
+	fs.StringVar(&o.ShardBy, "shard-by", o.ShardBy, `How --shards divides the VPAs: "vpa" hashes each VPA's namespace/name, so every shard has VPAs of every namespace and each replica caches every pod, controller and VPA; "namespace" hashes the namespace, so all VPAs of a namespace are in one shard and each replica caches only its shards' namespaces (and lists them again when its shards change)`)
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
 
 	fs = s.FlagSet("estimator")
@@ -227,6 +236,11 @@ func (o *Options) Validate() error {
 	}
 	if o.Shards < 0 || o.Shards > shards.MaxShards {
 		add(fmt.Errorf("--shards must be between 0 and %d, got %d", shards.MaxShards, o.Shards))
+	}
+	switch o.ShardBy {
+	case ShardByVPA, ShardByNamespace:
+	default:
+		add(fmt.Errorf("--shard-by must be %q or %q, got %q", ShardByVPA, ShardByNamespace, o.ShardBy))
 	}
 	if o.Shards > 0 {
 		le := o.LeaderElection

@@ -73,6 +73,8 @@ func TestValidate(t *testing.T) {
 		"history flags unused by checkpoint mode":      {args: []string{"--history-length=8days"}},
 		"shards":                      {args: []string{"--shards=8"}},
 		"too many shards":             {args: []string{"--shards=65"}, wantErr: "--shards"},
+		"shards by namespace":         {args: []string{"--shards=8", "--shard-by=namespace"}},
+		"shards by what":              {args: []string{"--shards=8", "--shard-by=pod"}, wantErr: "--shard-by"},
 		"shards with leader election": {args: []string{"--shards=8", "--leader-elect"}, wantErr: "mutually exclusive"},
 		"shards with bad timings":     {args: []string{"--shards=8", "--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline"},
 		"bad adaptive arms": {args: []string{"--estimator=adaptive", "--adaptive-memory-horizons=24h,-1h"},
