@@ -77,6 +77,12 @@ type config struct {
 	// recommenderReplicas > 1 runs that many recommenders with --shards.
 	recommenderReplicas int
 	shards              int
+	// killAfterLoops > 0 SIGKILLs replica 0 once every replica has run that
+	// many loops, and measures the hand-over.
+	killAfterLoops int
+	// leaseDuration is the replicas' --leader-elect-lease-duration, for the
+	// report.
+	leaseDuration time.Duration
 }
 
 func main() {
@@ -118,12 +124,17 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&c.rounds, "component-rounds", 1, "how many times to measure each of --components, alternating them")
 	fs.IntVar(&c.recommenderReplicas, "recommender-replicas", 1, "recommender replicas; above 1 they divide the VPAs with --shards=--recommender-shards, each with its own QPS budget, and the report is per replica")
 	fs.IntVar(&c.shards, "recommender-shards", 8, "--shards passed to the replicas when --recommender-replicas is above 1")
+	fs.IntVar(&c.killAfterLoops, "kill-after-loops", 0, "with --recommender-replicas above 1: SIGKILL replica 0 once every replica has run this many loops and every VPA has its first status, and report when the others hold and serve its shards and the checkpoints before and after")
+	fs.DurationVar(&c.leaseDuration, "lease-duration", 15*time.Second, "--leader-elect-lease-duration passed to the replicas")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	comps, err := parseComponents(c.components)
 	if err != nil {
 		return err
+	}
+	if c.killAfterLoops < 0 || c.killAfterLoops > 0 && (c.recommenderReplicas < 2 || c.killAfterLoops >= c.loops) {
+		return errors.New("--kill-after-loops needs --recommender-replicas above 1 and fewer than --loops")
 	}
 	if c.recommenderReplicas < 1 || c.recommenderReplicas > 1 && (c.shards < c.recommenderReplicas || c.loops < 1) {
 		return errors.New("--recommender-replicas must be positive; with more than one, --recommender-shards must be at least as many and --loops positive")

@@ -125,7 +125,7 @@ func (s *Scope) run(ctx context.Context) {
 		s.mu.Unlock()
 		if gen != running && gen > 0 {
 			running = gen
-			logger.V(2).Info("Listing the caches again for a new scope", "generation", gen, "informers", len(infs))
+			logger.V(2).Info("Listing the caches for a new scope", "generation", gen, "informers", len(infs))
 			for _, inf := range infs {
 				inf.restart(ctx, gen, keep)
 			}
