@@ -33,11 +33,12 @@ type Scoped struct {
 	sets      map[uint64]map[int]bool // shards of each generation Set that may still be listing
 	served    map[int]bool            // Owned of the last Snapshot
 	wanted    map[int]time.Time       // when each shard requested was last held or served
+	servable  chan struct{}
 }
 
 // NewScoped returns a Scoped over m, which must divide by namespace.
 func NewScoped(m *Manager, cache Cache) *Scoped {
-	return &Scoped{m: m, cache: cache, sets: map[uint64]map[int]bool{}, wanted: map[int]time.Time{}}
+	return &Scoped{m: m, cache: cache, sets: map[uint64]map[int]bool{}, wanted: map[int]time.Time{}, servable: make(chan struct{}, 1)}
 }
 
 // Of, Valid and Drained are the Manager's.
@@ -99,6 +100,10 @@ func (s *Scoped) coveredLocked() map[int]bool {
 	return out
 }
 
+// Changed receives when a shard held but not served has been listed: a
+// loop waiting for its next interval can serve it at once.
+func (s *Scoped) Changed() <-chan struct{} { return s.servable }
+
 // Update sets the cache on the shards held or served, when they changed:
 // at once for shards taken, a lease duration later for shards left.
 func (s *Scoped) Update(ctx context.Context) {
@@ -106,6 +111,13 @@ func (s *Scoped) Update(ctx context.Context) {
 	now := s.m.o.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	covered := s.coveredLocked()
+	for i := range want {
+		if covered[i] && !s.served[i] {
+			notify(s.servable)
+			break
+		}
+	}
 	for i := range s.served {
 		want[i] = true
 	}

@@ -107,6 +107,11 @@ func TestScopedServesAShardOnlyOnceTheCacheHoldsIt(t *testing.T) {
 	if n := len(a.Snapshot().Owned); n != 8 {
 		t.Fatalf("a alone holds %d shards, want 8", n)
 	}
+	select {
+	case <-a.Changed():
+	default:
+		t.Error("the manager's Changed did not fire when it took shards")
+	}
 
 	// Held, but the cache has not listed: nothing is served.
 	s.Update(ctx)
@@ -188,10 +193,19 @@ func TestScopedServesAShardOnlyOnceTheCacheHoldsIt(t *testing.T) {
 		t.Fatalf("generation %d after taking shards, want 3", gen3)
 	}
 	cache.sync(gen2) // generation 3 still listing
+	drainChanged(s)
+	s.Update(ctx)
+	if changed(s) {
+		t.Error("Changed fired while the shards taken were still listing")
+	}
 	if got := s.Snapshot().Owned; !maps.Equal(got, held) {
 		t.Fatalf("served %v while the taken shards are listed, want only %v", keys(got), keys(held))
 	}
 	cache.sync(gen3)
+	s.Update(ctx)
+	if !changed(s) {
+		t.Error("Changed did not fire once the shards taken were listed")
+	}
 	if got := s.Snapshot().Owned; len(got) != 8 {
 		t.Fatalf("served %v once listed, want all 8", keys(got))
 	}
@@ -219,3 +233,14 @@ func TestScopedCoversOnlyWhatEveryListingGenerationHolds(t *testing.T) {
 		}
 	}
 }
+
+func changed(s *Scoped) bool {
+	select {
+	case <-s.Changed():
+		return true
+	default:
+		return false
+	}
+}
+
+func drainChanged(s *Scoped) { changed(s) }

@@ -112,6 +112,8 @@ type Manager struct {
 	// the first round that may take shards.
 	rounds  int
 	settled chan struct{}
+	// taken receives (without blocking) when a round takes a shard.
+	taken chan struct{}
 }
 
 // New returns a Manager.
@@ -138,6 +140,7 @@ func New(o Options, client leases.ListClient) (*Manager, error) {
 		held:    map[int]*held{},
 		seen:    map[string]seen{},
 		settled: make(chan struct{}),
+		taken:   make(chan struct{}, 1),
 	}
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(m.owned, m.member)
@@ -327,11 +330,23 @@ func (m *Manager) round(ctx context.Context) {
 		m.seen[u.Name] = seen{spec: *u.Spec.DeepCopy(), at: now}
 		active = append(active, i)
 		logger.Info("Took a shard", "shard", i, "group", m.o.Name, "share", share, "members", members)
+		notify(m.taken)
 	}
 	m.owned.Set(float64(len(active)))
 	m.member.Set(float64(members))
 	if m.rounds == 2 {
 		close(m.settled)
+	}
+}
+
+// Changed receives when the replica took a shard: a loop waiting for its
+// next interval can serve it at once.
+func (m *Manager) Changed() <-chan struct{} { return m.taken }
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 

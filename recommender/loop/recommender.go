@@ -384,12 +384,24 @@ func (r *Recommender) Run(ctx context.Context) error {
 	t := r.deps.Clock.NewTicker(r.cfg.Interval)
 	defer t.Stop()
 	defer r.WaitWrites()
+	// A shard source that says when it has shards to serve runs a loop at
+	// once, so a hand-over does not wait for the next interval.
+	var changed <-chan struct{}
+	if c, ok := r.deps.Shards.(interface{ Changed() <-chan struct{} }); ok {
+		changed = c.Changed()
+		select { // shards taken before the first loop are served by it
+		case <-changed:
+		default:
+		}
+	}
 	for {
 		r.RunOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-changed:
+			klog.FromContext(ctx).V(2).Info("Running a loop at once for the shards taken")
 		}
 	}
 }

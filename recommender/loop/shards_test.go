@@ -1,8 +1,12 @@
 package loop
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/openvpa/openvpa/pkg/shards"
 )
@@ -90,5 +94,71 @@ func TestShardsDivideAndHandOver(t *testing.T) {
 		if shards.Of(cp.Namespace+"/"+cp.Spec.VPAObjectName, 2) != 0 {
 			t.Errorf("checkpoint %s of a VPA in shard 1, which no replica served", cp.Name)
 		}
+	}
+}
+
+// signallingShards serves the shards the test sets, safely from the loop's
+// goroutine, and says when they changed.
+type signallingShards struct {
+	n       int
+	mu      sync.Mutex
+	owned   map[int]bool
+	changed chan struct{}
+}
+
+func (s *signallingShards) Of(key string) int { return shards.Of(key, s.n) }
+func (s *signallingShards) Snapshot() shards.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return shards.Snapshot{Owned: maps.Clone(s.owned), Draining: map[int]bool{}}
+}
+func (s *signallingShards) Valid(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.owned[i]
+}
+func (s *signallingShards) Drained(int)              {}
+func (s *signallingShards) Changed() <-chan struct{} { return s.changed }
+
+// TestRunServesShardsTakenAtOnce: a shard source that says it has new
+// shards gets a loop at once, not at the next interval (the fake clock
+// never ticks here).
+func TestRunServesShardsTakenAtOnce(t *testing.T) {
+	h := newHarness(t, nil)
+	ss := &signallingShards{n: 1, owned: map[int]bool{}, changed: make(chan struct{}, 1)}
+	h.rec.deps.Shards = ss
+	loops := make(chan struct{}, 10)
+	h.rec.deps.OnLoop = func() { loops <- struct{}{} }
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 100, 100*mi, "app")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.rec.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-loops:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no loop %s", what)
+		}
+	}
+	wait("at the start")
+	ss.mu.Lock()
+	ss.owned[0] = true
+	ss.mu.Unlock()
+	ss.changed <- struct{}{}
+	wait("after the shard was taken")
+	deadline := time.Now().Add(10 * time.Second)
+	for h.vpa("ns", "web").Status.Recommendation == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the VPA of the shard taken has no recommendation")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
