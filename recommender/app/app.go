@@ -302,6 +302,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		CheckpointsGCInterval:    o.CheckpointsGCInterval,
 		CheckpointsTimeout:       o.CheckpointsTimeout,
 		CheckpointsWriteInterval: o.CheckpointsWriteInterval,
+		MinCheckpoints:           o.MinCheckpoints,
 		Workers:                  o.UpdateWorkerCount,
 		PerVPAConfig:             o.FeatureGates.Enabled(features.PerVPAConfig),
 		Model:                    &o.Model,

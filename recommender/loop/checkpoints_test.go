@@ -258,29 +258,49 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 }
 
 // TestCheckpointsWaitForAStatusBacklog: while more status writes of earlier
-// loops are running than there are workers, due checkpoints wait, so that
-// first statuses get the QPS budget; once the backlog drained they are
-// written.
+// loops are running than there are workers, due checkpoints wait but for
+// MinCheckpoints per loop (upstream's --min-checkpoints), so that statuses
+// get the QPS budget and history is still saved; once the backlog drained
+// every due checkpoint is written.
 func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
-	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
-	status := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
-	h.rec.deps.Status = status
-	h.addWorkloads(12)
-	ctx := context.Background()
-	h.rec.RunOnce(ctx) // queues 12 status writes, which wait at the gate
-	for range 3 {
-		h.clk.Step(time.Minute) // every checkpoint is due
-		h.rec.RunOnce(ctx)
-		if n := h.count("patch", "verticalpodautoscalercheckpoints") + h.count("create", "verticalpodautoscalercheckpoints"); n != 0 {
-			t.Fatalf("%d checkpoint writes while 12 status writes were still running", n)
-		}
-	}
-	close(status.open)
-	h.rec.WaitWrites()
-	h.rec.RunOnce(ctx)
-	h.rec.WaitWrites()
-	if n := len(h.checkpoints()); n != 12 {
-		t.Fatalf("%d checkpoints after the status writes drained, want 12", n)
+	for _, tc := range []struct {
+		minCheckpoints int
+		during         []int // checkpoints after each loop of the backlog
+	}{
+		{minCheckpoints: 0, during: []int{0, 0, 0}},
+		{minCheckpoints: 5, during: []int{5, 10, 12}},
+	} {
+		t.Run(fmt.Sprintf("min-checkpoints=%d", tc.minCheckpoints), func(t *testing.T) {
+			h := newHarness(t, func(c *Config) {
+				c.CheckpointsWriteInterval = time.Minute
+				c.MinCheckpoints = tc.minCheckpoints
+			})
+			status := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
+			h.rec.deps.Status = status
+			h.addWorkloads(12)
+			ctx := context.Background()
+			h.rec.RunOnce(ctx) // queues 12 status writes, which wait at the gate
+			for _, want := range tc.during {
+				h.clk.Step(time.Minute) // every checkpoint is due
+				h.rec.RunOnce(ctx)
+				// The checkpoint writes run in the background, beside the
+				// status writes held at the gate: poll for them.
+				deadline := time.Now().Add(10 * time.Second)
+				for n := len(h.checkpoints()); n != want; n = len(h.checkpoints()) {
+					if n > want || time.Now().After(deadline) {
+						t.Fatalf("%d checkpoints while 12 status writes were still running, want %d", n, want)
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			close(status.open)
+			h.rec.WaitWrites()
+			h.rec.RunOnce(ctx)
+			h.rec.WaitWrites()
+			if n := len(h.checkpoints()); n != 12 {
+				t.Fatalf("%d checkpoints after the status writes drained, want 12", n)
+			}
+		})
 	}
 }
 

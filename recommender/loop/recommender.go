@@ -71,7 +71,11 @@ type Config struct {
 	CheckpointsGCInterval    time.Duration
 	CheckpointsTimeout       time.Duration
 	CheckpointsWriteInterval time.Duration
-	Workers                  int
+	// MinCheckpoints due checkpoints are written at every loop even while
+	// status writes of earlier loops are backlogged (upstream's
+	// --min-checkpoints); 0: none until the backlog drains.
+	MinCheckpoints int
+	Workers        int
 	// PerVPAConfig honours the per-VPA model fields of container policies.
 	PerVPAConfig bool
 	// Model is the global model configuration; nil means the default.
@@ -1090,16 +1094,29 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		return // --storage=prometheus: history lives in Prometheus
 	}
 	logger := klog.FromContext(ctx)
-	if n := r.statusBacklog; n > r.cfg.Workers || r.firstWaiting > 0 {
-		// Statuses first: they are what users and the other components
-		// read, and checkpoints share the client's QPS budget. While more
-		// status writes of earlier loops are still running than the
-		// workers can take at once (a backlog, not a few late writes), due
-		// checkpoints stay due (at 10,000 new VPAs, checkpoints took a
-		// third of the budget and pushed the last first status well past
-		// N / QPS).
-		logger.V(3).Info("Checkpoint writes wait for the status writes still running from earlier loops, or for first recommendations left for later ones", "statusWrites", n, "firstRecommendationsWaiting", r.firstWaiting)
+	if r.firstWaiting > 0 {
+		// First statuses get the whole budget: they are what users and
+		// the other components read, and checkpoints share the client's
+		// QPS budget (at 10,000 new VPAs, checkpoints took a third of it
+		// and pushed the last first status well past N / QPS). This lasts
+		// about N / QPS.
+		logger.V(3).Info("Checkpoint writes wait for first recommendations left for later loops", "firstRecommendationsWaiting", r.firstWaiting)
 		return
+	}
+	limit := -1
+	if n := r.statusBacklog; n > r.cfg.Workers {
+		// Statuses first while more status writes of earlier loops are
+		// running than the workers can take at once (a backlog, not a few
+		// late writes): at 10,000 young VPAs every status changes at every
+		// loop and the backlog can last for hours. Checkpoints still get
+		// MinCheckpoints writes per loop, as upstream's, so that history is
+		// saved meanwhile.
+		limit = max(r.cfg.MinCheckpoints, 0)
+		if limit == 0 {
+			logger.V(3).Info("Checkpoint writes wait for the status writes still running from earlier loops", "statusWrites", n)
+			return
+		}
+		logger.V(3).Info("Checkpoint writes limited while status writes of earlier loops are running", "statusWrites", n, "checkpoints", limit)
 	}
 	now := r.deps.Clock.Now()
 	type job struct {
@@ -1108,6 +1125,9 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 	}
 	var jobs []job
 	for _, k := range r.schedule.Due(now) {
+		if limit >= 0 && len(jobs) >= limit {
+			break
+		}
 		if _, busy := r.checkpointInflight[k]; busy {
 			continue
 		}

@@ -157,7 +157,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.DurationVar(&o.CheckpointsGCInterval, "checkpoints-gc-interval", o.CheckpointsGCInterval, "How often orphaned checkpoints should be garbage collected")
 	fs.DurationVar(&o.CheckpointsTimeout, "checkpoints-timeout", o.CheckpointsTimeout, "Timeout for writing checkpoints since the start of the recommender's main loop")
 	fs.DurationVar(&o.CheckpointsWriteInterval, "checkpoints-write-interval", o.CheckpointsWriteInterval, "How often each VPA's checkpoints are written; writes are spread evenly over the interval, and all are written on graceful shutdown")
-	fs.IntVar(&o.MinCheckpoints, "min-checkpoints", o.MinCheckpoints, "Minimum number of checkpoints to write per recommender's main loop. DEPRECATED: has no effect; --update-worker-count bounds concurrent writes.")
+	fs.IntVar(&o.MinCheckpoints, "min-checkpoints", o.MinCheckpoints, "Minimum number of checkpoints to write per recommender's main loop: while status writes of earlier loops are backlogged, due checkpoints wait except this many per loop (none while first recommendations wait for the QPS budget)")
 	fs.IntVar(&o.UpdateWorkerCount, "update-worker-count", o.UpdateWorkerCount, "Number of concurrent workers to update VPA recommendations and checkpoints. When increasing this setting, make sure the client-side rate limits (kube-api-qps and kube-api-burst) are either increased or turned off as well.")
 	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics and health endpoints.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
@@ -320,9 +320,6 @@ func (o *Options) HistoryConfig() (history.Config, error) {
 // Warnings returns notes about deprecated flags that are set.
 func (o *Options) Warnings() []string {
 	var w []string
-	if o.MinCheckpoints != 10 {
-		w = append(w, "--min-checkpoints is deprecated and has no effect")
-	}
 	if o.Estimators.Config.HumanizeMemory {
 		w = append(w, "--humanize-memory is deprecated")
 	}
