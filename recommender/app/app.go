@@ -236,9 +236,6 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 	reg.MustRegister(inf.Collector())
-	if ms, ok := usage.(*input.MetricsServer); ok && scope != nil {
-		ms.Namespaces = inf.PodNamespaces
-	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := healthserver.Serve(gctx, hs); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -28,8 +28,6 @@ type Informers struct {
 	Targets target.IndexerWorkloads
 
 	PodLister PodLister
-	// PodNamespaces returns the namespaces of the cached pods.
-	PodNamespaces func() []string
 	// VPALister reads the VPAs in the recommender's compact form.
 	VPALister vpacache.Lister
 	// LimitRanges returns a namespace's LimitRanges, merged.
@@ -58,7 +56,6 @@ func NewInformers(c kubeclient.Clients, namespace string, oom *OOMObserver, nati
 		o.FieldSelector = fields.OneTermNotEqualSelector("status.phase", "Pending").String()
 	}, trim)
 	in.PodLister = NewPodLister(pods.GetIndexer())
-	in.PodNamespaces = func() []string { return pods.GetIndexer().ListIndexFuncValues(cache.NamespaceIndex) }
 	in.VPALister = vpacache.NewLister(in.set.AddVPAs(c, namespace, vpacache.Transform).GetIndexer())
 	in.LimitRanges = in.set.AddLimitRanges(c, namespace)
 	events := in.set.Add(c.Core, "events", namespace, &corev1.Event{}, 0, func(o *metav1.ListOptions) {

@@ -3,7 +3,6 @@ package input
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,10 +32,6 @@ type MetricsSource interface {
 type MetricsServer struct {
 	client    metricsclient.MetricsV1beta1Interface
 	namespace string
-	// Namespaces, when set, returns the namespaces to read, one list each,
-	// instead of one list of the namespace (a replica that caches only its
-	// shards' namespaces reads only their metrics).
-	Namespaces func() []string
 }
 
 // NewMetricsServer returns a source listing PodMetrics in namespace ("" for
@@ -49,29 +44,11 @@ func NewMetricsServer(client metricsclient.MetricsV1beta1Interface, namespace st
 // containers are not in PodMetrics' container list by name alone, so the
 // caller drops them using the pod spec.
 func (m *MetricsServer) Usage(ctx context.Context) ([]ContainerUsage, error) {
-	if m.Namespaces == nil {
-		return m.usageOf(ctx, m.namespace, nil)
-	}
-	var out []ContainerUsage
-	for _, ns := range m.Namespaces() {
-		var err error
-		if out, err = m.usageOf(ctx, ns, out); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// usageOf appends the samples of namespace's PodMetrics to out.
-func (m *MetricsServer) usageOf(ctx context.Context, namespace string, out []ContainerUsage) ([]ContainerUsage, error) {
-	l, err := m.client.PodMetricses(namespace).List(ctx, metav1.ListOptions{})
+	l, err := m.client.PodMetricses(m.namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
-		if namespace != "" {
-			return nil, fmt.Errorf("listing pod metrics of namespace %s: %w", namespace, err)
-		}
 		return nil, fmt.Errorf("listing pod metrics: %w", err)
 	}
-	out = slices.Grow(out, len(l.Items))
+	out := make([]ContainerUsage, 0, len(l.Items))
 	for i := range l.Items {
 		pm := &l.Items[i]
 		pod := types.NamespacedName{Namespace: pm.Namespace, Name: pm.Name}
