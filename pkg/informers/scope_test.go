@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/openvpa/openvpa/pkg/testpoll"
 )
 
 // source is an in-memory API for one resource. streaming serves lists as
@@ -95,18 +97,6 @@ func cachedKeys(inf Informer) []string {
 	return ks
 }
 
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func inNamespaces(nss ...string) func(string) bool {
 	return func(ns string) bool { return slices.Contains(nss, ns) }
 }
@@ -144,7 +134,7 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 			}
 
 			gen1 := scope.Set(inNamespaces("a"))
-			waitFor(t, "generation 1", func() bool { return scope.Synced(gen1) })
+			testpoll.Until(t, 10*time.Second, "generation 1", func() bool { return scope.Synced(gen1) })
 			if got, want := cachedKeys(inf), []string{"a/p1"}; !slices.Equal(got, want) {
 				t.Fatalf("cached %v, want %v", got, want)
 			}
@@ -163,7 +153,7 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 			src.Add(pod("b", "p4", "v1"))
 			src.Modify(pod("a", "p1", "v2"))
 			src.Add(pod("a", "p5", "v1"))
-			waitFor(t, "a/p5", func() bool { _, ok, _ := inf.GetIndexer().GetByKey("a/p5"); return ok })
+			testpoll.Until(t, 10*time.Second, "a/p5", func() bool { _, ok, _ := inf.GetIndexer().GetByKey("a/p5"); return ok })
 			if got, want := cachedKeys(inf), []string{"a/p1", "a/p5"}; !slices.Equal(got, want) {
 				t.Fatalf("cached %v after watched changes, want %v", got, want)
 			}
@@ -178,7 +168,7 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 			// Wider: the dropped namespace's objects, including those added
 			// while it was out of scope, arrive with the new list.
 			gen2 := scope.Set(inNamespaces("a", "b"))
-			waitFor(t, "generation 2", func() bool { return scope.Synced(gen2) })
+			testpoll.Until(t, 10*time.Second, "generation 2", func() bool { return scope.Synced(gen2) })
 			if got, want := cachedKeys(inf), []string{"a/p1", "a/p5", "b/p2", "b/p4"}; !slices.Equal(got, want) {
 				t.Fatalf("cached %v, want %v", got, want)
 			}
@@ -188,7 +178,7 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 
 			// Narrower: the namespace left goes.
 			gen3 := scope.Set(inNamespaces("b"))
-			waitFor(t, "generation 3", func() bool { return scope.Synced(gen3) })
+			testpoll.Until(t, 10*time.Second, "generation 3", func() bool { return scope.Synced(gen3) })
 			if got, want := cachedKeys(inf), []string{"b/p2", "b/p4"}; !slices.Equal(got, want) {
 				t.Fatalf("cached %v, want %v", got, want)
 			}
@@ -200,7 +190,7 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 			// are ignored.
 			src.Delete(pod("a", "p1", "v2"))
 			src.Delete(pod("b", "p2", "v1"))
-			waitFor(t, "b/p2 deleted", func() bool { _, ok, _ := inf.GetIndexer().GetByKey("b/p2"); return !ok })
+			testpoll.Until(t, 10*time.Second, "b/p2 deleted", func() bool { _, ok, _ := inf.GetIndexer().GetByKey("b/p2"); return !ok })
 			if got, want := cachedKeys(inf), []string{"b/p4"}; !slices.Equal(got, want) {
 				t.Fatalf("cached %v, want %v", got, want)
 			}
@@ -241,7 +231,7 @@ func TestScopedSetSyncsAndCountsWhatItCaches(t *testing.T) {
 			t.Fatal(err)
 		}
 		wcancel()
-		waitFor(t, "the generation", func() bool { return set.Scope.Synced(gen) })
+		testpoll.Until(t, 10*time.Second, "the generation", func() bool { return set.Scope.Synced(gen) })
 		want := "# HELP vpa_recommender_cached_objects Objects in the informer caches, by resource.\n" +
 			"# TYPE vpa_recommender_cached_objects gauge\n" +
 			"vpa_recommender_cached_objects{resource=\"pods\"} " + tc.want + "\n"

@@ -18,6 +18,8 @@ import (
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/openvpa/openvpa/pkg/testpoll"
 )
 
 const (
@@ -192,18 +194,6 @@ func (s *fakeServer) storeLocked(who, key string, lease *coordinationv1.Lease) *
 	return l.DeepCopy()
 }
 
-// eventually polls cond until it holds and fails the test after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func testOptions(leaseDuration, renewDeadline time.Duration) Options {
 	o := NewOptions(testLease)
 	o.LeaderElect = true
@@ -364,9 +354,9 @@ func TestRunReturnsOnlyAfterTheWorkFunction(t *testing.T) {
 		returnedAt = time.Now()
 		return nil
 	})
-	eventually(t, 5*time.Second, "a to lead", a.isLeading)
+	testpoll.Until(t, 5*time.Second, "a to lead", a.isLeading)
 	b := startCandidate(t, s, o, "b", nil)
-	eventually(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
+	testpoll.Until(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
 	a.cancel()
 	if err := a.wait(t, 10*time.Second); err != nil {
 		t.Fatalf("Run() = %v", err)
@@ -389,17 +379,17 @@ func TestRunReturnsOnlyAfterTheWorkFunction(t *testing.T) {
 	if release.at.Before(returnedAt) {
 		t.Errorf("a released the lease at %v, before its work function returned at %v", release.at, returnedAt)
 	}
-	eventually(t, 5*time.Second, "b to lead after a released", b.isLeading)
+	testpoll.Until(t, 5*time.Second, "b to lead after a released", b.isLeading)
 }
 
 func TestSecondCandidateDoesNotLeadWhileTheFirstRenews(t *testing.T) {
 	s := newFakeServer()
 	o := testOptions(600*time.Millisecond, 400*time.Millisecond)
 	a := startCandidate(t, s, o, "a", nil)
-	eventually(t, 5*time.Second, "a to lead", a.isLeading)
+	testpoll.Until(t, 5*time.Second, "a to lead", a.isLeading)
 	b := startCandidate(t, s, o, "b", nil)
 	// b must watch the lease for several lease durations.
-	eventually(t, 10*time.Second, "b to watch the lease for three lease durations", func() bool {
+	testpoll.Until(t, 10*time.Second, "b to watch the lease for three lease durations", func() bool {
 		gets := s.getsBy("b")
 		return len(gets) > 1 && gets[len(gets)-1].Sub(gets[0]) > 3*o.LeaseDuration
 	})
@@ -423,9 +413,9 @@ func TestSecondCandidateTakesOverAfterRelease(t *testing.T) {
 	// released the lease.
 	o := testOptions(time.Minute, 30*time.Second)
 	a := startCandidate(t, s, o, "a", nil)
-	eventually(t, 5*time.Second, "a to lead", a.isLeading)
+	testpoll.Until(t, 5*time.Second, "a to lead", a.isLeading)
 	b := startCandidate(t, s, o, "b", nil)
-	eventually(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
+	testpoll.Until(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
 	if b.isLeading() {
 		t.Fatal("b leads while a holds the lease")
 	}
@@ -433,7 +423,7 @@ func TestSecondCandidateTakesOverAfterRelease(t *testing.T) {
 	if err := a.wait(t, 5*time.Second); err != nil {
 		t.Fatalf("a: Run() = %v", err)
 	}
-	eventually(t, 5*time.Second, "b to lead after a released", b.isLeading)
+	testpoll.Until(t, 5*time.Second, "b to lead after a released", b.isLeading)
 	lease := s.lease(t)
 	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "b" {
 		t.Errorf("holder = %q, want b", h)
@@ -467,11 +457,11 @@ func TestSecondCandidateTakesOverAfterExpiry(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 5*time.Second, "a to lead", a.isLeading)
+	testpoll.Until(t, 5*time.Second, "a to lead", a.isLeading)
 	b := startCandidate(t, s, o, "b", nil)
-	eventually(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
+	testpoll.Until(t, 5*time.Second, "b to watch the lease", func() bool { return len(s.getsBy("b")) >= 2 })
 	a.client.down.Store(true)
-	eventually(t, 5*time.Second, "a's work to be cancelled", func() bool {
+	testpoll.Until(t, 5*time.Second, "a's work to be cancelled", func() bool {
 		select {
 		case <-a.stopped:
 			return true
@@ -479,7 +469,7 @@ func TestSecondCandidateTakesOverAfterExpiry(t *testing.T) {
 			return false
 		}
 	})
-	eventually(t, 5*time.Second, "b to lead after the lease expired", b.isLeading)
+	testpoll.Until(t, 5*time.Second, "b to lead after the lease expired", b.isLeading)
 	a.client.down.Store(false)
 	if err := a.wait(t, 5*time.Second); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("a: Run() = %v, want ErrLeaseLost", err)
@@ -637,7 +627,7 @@ func TestOddLeasesAreTaken(t *testing.T) {
 			s.put(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testLease}, Spec: tt.spec})
 			o := testOptions(200*time.Millisecond, 100*time.Millisecond)
 			a := startCandidate(t, s, o, "a", nil)
-			eventually(t, 5*time.Second, "a to lead", a.isLeading)
+			testpoll.Until(t, 5*time.Second, "a to lead", a.isLeading)
 			lease := s.lease(t)
 			if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "a" {
 				t.Errorf("holder = %q, want a", h)
@@ -692,7 +682,7 @@ func TestClientReturningNothingNeverLeads(t *testing.T) {
 			return nil
 		})
 	}()
-	eventually(t, 5*time.Second, "several attempts", func() bool { return c.calls.Load() >= 5 })
+	testpoll.Until(t, 5*time.Second, "several attempts", func() bool { return c.calls.Load() >= 5 })
 	cancel()
 	select {
 	case err := <-done:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openvpa/openvpa/pkg/shards"
+	"github.com/openvpa/openvpa/pkg/testpoll"
 )
 
 // fakeShards serves the shards the test sets.
@@ -154,11 +155,7 @@ func TestRunServesShardsTakenAtOnce(t *testing.T) {
 	ss.mu.Unlock()
 	ss.changed <- struct{}{}
 	wait("after the shard was taken")
-	deadline := time.Now().Add(10 * time.Second)
-	for h.vpa("ns", "web").Status.Recommendation == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the VPA of the shard taken has no recommendation")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testpoll.Until(t, 10*time.Second, "a recommendation for the VPA of the shard taken", func() bool {
+		return h.vpa("ns", "web").Status.Recommendation != nil
+	})
 }

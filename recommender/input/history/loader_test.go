@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/openvpa/openvpa/pkg/testpoll"
 )
 
 // scriptedFetcher fails a namespace's first failures fetches, then serves it.
@@ -29,17 +31,6 @@ func (f *scriptedFetcher) Fetch(_ context.Context, ns string) (*Namespace, error
 	return &Namespace{Name: ns, Pods: map[string]*Pod{}}, nil
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestLoaderRetriesWithBackoff(t *testing.T) {
 	clk := clocktesting.NewFakeClock(now)
 	f := &scriptedFetcher{failures: map[string]int{"shop": 3}, calls: map[string]int{}, done: make(chan string, 10)}
@@ -54,7 +45,7 @@ func TestLoaderRetriesWithBackoff(t *testing.T) {
 	for attempt := 1; attempt <= 3; attempt++ {
 		<-f.done
 		var s Status
-		waitFor(t, "the failure to be recorded", func() bool { s = l.Status("shop"); return s.Attempts == attempt })
+		testpoll.Until(t, 10*time.Second, "the failure to be recorded", func() bool { s = l.Status("shop"); return s.Attempts == attempt })
 		if s.Err == nil || !s.Known {
 			t.Fatalf("attempt %d: status %+v, want the error", attempt, s)
 		}
@@ -62,11 +53,11 @@ func TestLoaderRetriesWithBackoff(t *testing.T) {
 			t.Fatalf("attempt %d: took %d histories after a failure", attempt, len(got))
 		}
 		waits = append(waits, s.NextAttempt.Sub(clk.Now()))
-		waitFor(t, "the retry timer", func() bool { return clk.HasWaiters() })
+		testpoll.Until(t, 10*time.Second, "the retry timer", func() bool { return clk.HasWaiters() })
 		clk.Step(s.NextAttempt.Sub(clk.Now()))
 	}
 	<-f.done
-	waitFor(t, "the history", func() bool { return l.Status("shop").Err == nil })
+	testpoll.Until(t, 10*time.Second, "the history", func() bool { return l.Status("shop").Err == nil })
 	got := l.Take()
 	if len(got) != 1 || got[0].Name != "shop" {
 		t.Fatalf("took %v, want shop's history", got)
@@ -96,10 +87,10 @@ func TestLoaderRefetchesAfterTake(t *testing.T) {
 	<-f.done
 	<-f.done
 	var got []*Namespace
-	waitFor(t, "both histories", func() bool { got = append(got, l.Take()...); return len(got) == 2 })
+	testpoll.Until(t, 10*time.Second, "both histories", func() bool { got = append(got, l.Take()...); return len(got) == 2 })
 	l.Want("a")
 	<-f.done
-	waitFor(t, "a again", func() bool { return len(l.Take()) == 1 })
+	testpoll.Until(t, 10*time.Second, "a again", func() bool { return len(l.Take()) == 1 })
 	if f.calls["a"] != 2 || f.calls["b"] != 1 {
 		t.Errorf("calls = %v, want a twice and b once", f.calls)
 	}
