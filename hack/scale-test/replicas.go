@@ -228,11 +228,11 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 // klog's time of day.
 var servingRe = regexp.MustCompile(`(?m)^I\d{4} (\d\d:\d\d:\d\d\.\d{6}) .*"Serving new shards".* serving=(\d+)`)
 
-// lastServing returns the latest time a replica logged that it serves new
-// shards after since; ok is false while none of them has.
-// ok once the replicas' latest "Serving new shards" lines add up to every
-// shard (they only take shards after the kill).
+// lastServing returns the latest time after since that a replica logged
+// that it serves new shards; ok once the replicas' latest such lines add up
+// to every shard (after a kill they only take shards).
 func lastServing(procs []*replicaProc, since time.Time, shards int) (last time.Time, ok bool, err error) {
+	y, mo, d := since.Date()
 	total := 0
 	for _, p := range procs {
 		b, err := os.ReadFile(p.res.logPath)
@@ -253,7 +253,6 @@ func lastServing(procs []*replicaProc, since time.Time, shards int) (last time.T
 			if err != nil {
 				return time.Time{}, false, err
 			}
-			y, mo, d := since.Date()
 			at := time.Date(y, mo, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.Local)
 			if at.After(since) && at.After(last) {
 				last = at

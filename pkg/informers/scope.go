@@ -32,13 +32,10 @@ type Informer interface {
 // Set changes the namespaces kept. A cache cannot learn a namespace's
 // objects it dropped, so each informer lists again: it stops watching, and
 // its cache holds what it held (no longer updated) until the new list
-// replaces all of it with exactly the new namespaces' objects. Synced says
-// when every informer has done so; Covered which generations' namespaces
-// every cache holds meanwhile.
+// replaces all of it with exactly the new namespaces' objects.
+// SyncedGeneration says which generations every cache may hold meanwhile,
+// Synced when every informer holds a generation.
 type Scope struct {
-	// logger names the scope in the informers' logs.
-	logger klog.Logger
-
 	mu        sync.Mutex
 	gen       uint64
 	keep      func(namespace string) bool
@@ -66,13 +63,6 @@ func (s *Scope) Set(keep func(namespace string) bool) uint64 {
 	default:
 	}
 	return gen
-}
-
-// Generation returns the last generation Set.
-func (s *Scope) Generation() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen
 }
 
 // SyncedGeneration returns the oldest generation an informer's cache holds:
@@ -334,36 +324,35 @@ func (s *generationStore) Replace(list []any, resourceVersion string) error {
 	s.i.mu.Lock()
 	handled := len(s.i.handlers) > 0
 	s.i.mu.Unlock()
-	if !handled {
-		if err := s.i.indexer.Replace(kept, resourceVersion); err != nil {
-			return err
-		}
-		s.i.markSynced(s.gen)
-		return nil
-	}
-	before := map[string]any{}
-	for _, o := range s.i.indexer.List() {
-		if k, err := cache.MetaNamespaceKeyFunc(o); err == nil {
-			before[k] = o
+	// With handlers, what the cache held is compared with the list.
+	var before map[string]any
+	if handled {
+		before = map[string]any{}
+		for _, o := range s.i.indexer.List() {
+			if k, err := cache.MetaNamespaceKeyFunc(o); err == nil {
+				before[k] = o
+			}
 		}
 	}
 	if err := s.i.indexer.Replace(kept, resourceVersion); err != nil {
 		return err
 	}
-	for _, o := range kept {
-		k, err := cache.MetaNamespaceKeyFunc(o)
-		if err != nil {
-			continue
+	if handled {
+		for _, o := range kept {
+			k, err := cache.MetaNamespaceKeyFunc(o)
+			if err != nil {
+				continue
+			}
+			if old, ok := before[k]; ok {
+				delete(before, k)
+				s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnUpdate(old, o) })
+			} else {
+				s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnAdd(o, true) })
+			}
 		}
-		if old, ok := before[k]; ok {
-			delete(before, k)
-			s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnUpdate(old, o) })
-		} else {
-			s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnAdd(o, true) })
+		for _, old := range before {
+			s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnDelete(old) })
 		}
-	}
-	for _, old := range before {
-		s.i.eachHandler(func(h cache.ResourceEventHandler) { h.OnDelete(old) })
 	}
 	s.i.markSynced(s.gen)
 	return nil

@@ -64,13 +64,6 @@ func (s *Scoped) Snapshot() Snapshot {
 	return Snapshot{Owned: maps.Clone(owned), Draining: snap.Draining}
 }
 
-// Covered returns the shards whose namespaces every cache holds.
-func (s *Scoped) Covered() map[int]bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.coveredLocked()
-}
-
 // coveredLocked intersects the shards of every generation from the oldest a
 // cache may hold to the last one Set.
 func (s *Scoped) coveredLocked() map[int]bool {

@@ -228,7 +228,7 @@ func TestScopedCoversOnlyWhatEveryListingGenerationHolds(t *testing.T) {
 		{synced: 3, want: []int{0, 1, 5}}, // every cache holds 3
 	} {
 		cache.sync(tc.synced)
-		if got := keys(s.Covered()); !slices.Equal(got, tc.want) {
+		if got := keys(s.coveredLocked()); !slices.Equal(got, tc.want) {
 			t.Errorf("synced %d: covered %v, want %v", tc.synced, got, tc.want)
 		}
 	}

@@ -164,7 +164,7 @@ func (m *Manager) memberName(k int) string { return m.o.Name + "-member-" + strc
 func (m *Manager) Of(key string) int {
 	if m.o.ByNamespace {
 		ns, _, _ := strings.Cut(key, "/")
-		return Of(ns, m.o.Shards)
+		return m.OfNamespace(ns)
 	}
 	return Of(key, m.o.Shards)
 }
@@ -172,9 +172,6 @@ func (m *Manager) Of(key string) int {
 // OfNamespace returns the shard of every object in namespace; only with
 // ByNamespace.
 func (m *Manager) OfNamespace(namespace string) int { return Of(namespace, m.o.Shards) }
-
-// Shards returns the number of shards.
-func (m *Manager) Shards() int { return m.o.Shards }
 
 // Identity is the holder identity this replica writes on its Leases.
 func (m *Manager) Identity() string { return m.o.Identity }

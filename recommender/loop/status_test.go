@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/testpoll"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/vpacache"
 )
@@ -446,13 +447,11 @@ func TestStatusWritesPerLoopCountsUnfinishedWrites(t *testing.T) {
 	h.rec.RunOnce(ctx) // queues 3
 	w.tokens <- struct{}{}
 	w.tokens <- struct{}{}
-	deadline := time.Now().Add(10 * time.Second)
-	for w.finished.Load() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of 2 released writes finished", w.finished.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	// Wait for the loop's own count: the writer returns before the loop's
+	// worker counts its write finished.
+	testpoll.Until(t, 10*time.Second, "the 2 released writes to be counted finished", func() bool {
+		return h.rec.statusPending.Load() == 1
+	})
 	h.clk.Step(time.Minute)
 	h.rec.RunOnce(ctx) // one write of the first batch still runs: room for 2
 	if got := h.rec.statusPending.Load(); got != 3 {
