@@ -114,9 +114,11 @@ func (e *ExternalMetrics) get(ctx context.Context, absPath string, params map[st
 	return nil
 }
 
-// Usage implements MetricsSource. A pod whose metrics cannot be read is
-// skipped and the others read; the errors are returned together.
-func (e *ExternalMetrics) Usage(ctx context.Context) ([]ContainerUsage, error) {
+// Usage implements MetricsSource. It reads the pods of e.Pods, which are
+// the ones the caller tracks, so keep is not consulted. A pod whose metrics
+// cannot be read is skipped and the others read; the errors are returned
+// together.
+func (e *ExternalMetrics) Usage(ctx context.Context, _ func(types.NamespacedName) bool) ([]ContainerUsage, error) {
 	if e.Pods == nil {
 		return nil, nil
 	}

@@ -84,7 +84,7 @@ func TestExternalMetricsUsage(t *testing.T) {
 	ext.Pods = func() []PodQuery {
 		return []PodQuery{{Pod: types.NamespacedName{Namespace: "ns", Name: "web-1"}, Selector: labels.SelectorFromSet(labels.Set{"app": "web"})}}
 	}
-	got, err := ext.Usage(context.Background())
+	got, err := ext.Usage(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,14 @@
 package input
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
@@ -23,9 +27,11 @@ type ContainerUsage struct {
 	Memory model.ResourceAmount
 }
 
-// MetricsSource returns the current usage of every container it knows.
+// MetricsSource returns the current usage of the containers it knows.
 type MetricsSource interface {
-	Usage(ctx context.Context) ([]ContainerUsage, error)
+	// Usage returns one sample per container of each pod that keep (nil:
+	// every pod) accepts. A source may return other pods' samples too.
+	Usage(ctx context.Context, keep func(types.NamespacedName) bool) ([]ContainerUsage, error)
 }
 
 // MetricsServer reads PodMetrics from the metrics.k8s.io API.
@@ -40,28 +46,107 @@ func NewMetricsServer(client metricsclient.MetricsV1beta1Interface, namespace st
 	return &MetricsServer{client: client, namespace: namespace}
 }
 
-// Usage lists PodMetrics and returns one sample per container. Init
-// containers are not in PodMetrics' container list by name alone, so the
-// caller drops them using the pod spec.
-func (m *MetricsServer) Usage(ctx context.Context) ([]ContainerUsage, error) {
-	l, err := m.client.PodMetricses(m.namespace).List(ctx, metav1.ListOptions{})
+// podMetrics is what Usage reads of a PodMetrics.
+type podMetrics struct {
+	Metadata struct {
+		Namespace string `json:"namespace"`
+		Name      string `json:"name"`
+	} `json:"metadata"`
+	Timestamp  metav1.Time `json:"timestamp"`
+	Containers []struct {
+		Name  string `json:"name"`
+		Usage struct {
+			CPU    *resource.Quantity `json:"cpu"`
+			Memory *resource.Quantity `json:"memory"`
+		} `json:"usage"`
+	} `json:"containers"`
+}
+
+// Usage lists PodMetrics and returns one sample per container of the pods
+// keep accepts. The list is decoded from the response stream one item at a
+// time, so that neither the response nor the decoded list of every pod in
+// the cluster is held at once: a replica serving some namespaces holds only
+// their samples. Init containers are not in PodMetrics' container list by
+// name alone, so the caller drops them using the pod spec.
+func (m *MetricsServer) Usage(ctx context.Context, keep func(types.NamespacedName) bool) ([]ContainerUsage, error) {
+	body, err := m.client.RESTClient().Get().Namespace(m.namespace).Resource("pods").Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pod metrics: %w", err)
 	}
-	out := make([]ContainerUsage, 0, len(l.Items))
-	for i := range l.Items {
-		pm := &l.Items[i]
-		pod := types.NamespacedName{Namespace: pm.Namespace, Name: pm.Name}
-		for _, c := range pm.Containers {
-			u := ContainerUsage{Pod: pod, Container: c.Name, Time: pm.Timestamp.Time, CPU: -1, Memory: -1}
-			if q, ok := c.Usage["cpu"]; ok {
-				u.CPU = model.ResourceAmount(q.MilliValue())
-			}
-			if q, ok := c.Usage["memory"]; ok {
-				u.Memory = model.ResourceAmount(q.Value())
-			}
-			out = append(out, u)
-		}
+	defer func() { _ = body.Close() }()
+	out, err := decodePodMetricsList(bufio.NewReader(body), keep)
+	if err != nil {
+		return nil, fmt.Errorf("decoding the pod metrics list: %w", err)
 	}
 	return out, nil
+}
+
+// decodePodMetricsList decodes a PodMetricsList in JSON item by item.
+func decodePodMetricsList(r io.Reader, keep func(types.NamespacedName) bool) ([]ContainerUsage, error) {
+	dec := json.NewDecoder(r)
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var out []ContainerUsage
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if key != "items" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if tok == nil { // "items": null
+			continue
+		}
+		if tok != json.Delim('[') {
+			return nil, fmt.Errorf("items: want an array, got %v", tok)
+		}
+		for i := 0; dec.More(); i++ {
+			var pm podMetrics
+			if err := dec.Decode(&pm); err != nil {
+				return nil, fmt.Errorf("item %d: %w", i, err)
+			}
+			pod := types.NamespacedName{Namespace: pm.Metadata.Namespace, Name: pm.Metadata.Name}
+			if keep != nil && !keep(pod) {
+				continue
+			}
+			for _, c := range pm.Containers {
+				u := ContainerUsage{Pod: pod, Container: c.Name, Time: pm.Timestamp.Time, CPU: -1, Memory: -1}
+				if q := c.Usage.CPU; q != nil {
+					u.CPU = model.ResourceAmount(q.MilliValue())
+				}
+				if q := c.Usage.Memory; q != nil {
+					u.Memory = model.ResourceAmount(q.Value())
+				}
+				out = append(out, u)
+			}
+		}
+		if err := expectDelim(dec, ']'); err != nil {
+			return nil, err
+		}
+	}
+	if err := expectDelim(dec, '}'); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != want {
+		return fmt.Errorf("want %v, got %v", want, tok)
+	}
+	return nil
 }

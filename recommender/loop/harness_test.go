@@ -53,10 +53,12 @@ func (fakeResolver) TopmostController(_ context.Context, ref target.Ref) (*targe
 	return &ref, nil
 }
 
-// usageFunc serves the current usage of every tracked pod.
-type usageFunc func() ([]input.ContainerUsage, error)
+// usageFunc serves the current usage of every pod.
+type usageFunc func(keep func(types.NamespacedName) bool) ([]input.ContainerUsage, error)
 
-func (f usageFunc) Usage(context.Context) ([]input.ContainerUsage, error) { return f() }
+func (f usageFunc) Usage(_ context.Context, keep func(types.NamespacedName) bool) ([]input.ContainerUsage, error) {
+	return f(keep)
+}
 
 type harness struct {
 	t      *testing.T
@@ -68,8 +70,10 @@ type harness struct {
 	// usage per pod: cpu millicores, memory bytes
 	cpu, mem  map[string]int64
 	metricErr error
-	ooms      []input.OOM
-	cfg       Config
+	// keep is what the loop last asked the metrics source to keep.
+	keep func(types.NamespacedName) bool
+	ooms []input.OOM
+	cfg  Config
 	// limitRanges per namespace, for Deps.LimitRanges.
 	limitRanges map[string]recommendation.LimitRanges
 	// hpas per namespace, for Deps.HPAs; hpasUnknown makes them unknown
@@ -122,7 +126,8 @@ func (h *harness) newRecommender() *Recommender {
 	})
 }
 
-func (h *harness) usage() ([]input.ContainerUsage, error) {
+func (h *harness) usage(keep func(types.NamespacedName) bool) ([]input.ContainerUsage, error) {
+	h.keep = keep
 	if h.metricErr != nil {
 		return nil, h.metricErr
 	}

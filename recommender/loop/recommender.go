@@ -668,10 +668,17 @@ func (r *Recommender) instance(st *vpaState, pod types.NamespacedName, container
 	return cs
 }
 
+// tracked says whether the loop reads the usage of pod: only pods of a
+// served VPA are in r.pods.
+func (r *Recommender) tracked(pod types.NamespacedName) bool {
+	_, ok := r.pods[pod]
+	return ok
+}
+
 func (r *Recommender) loadMetrics(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if r.deps.Metrics != nil && len(r.pods) > 0 {
-		usage, err := r.deps.Metrics.Usage(ctx)
+		usage, err := r.deps.Metrics.Usage(ctx, r.tracked)
 		r.deps.Prom.MetricServerResponses.WithLabelValues(fmt.Sprint(err != nil), "metrics-server").Inc()
 		if err != nil {
 			logger.Error(err, "Cannot read usage from metrics-server; recommendations keep their last value")

@@ -216,6 +216,27 @@ func TestFiltering(t *testing.T) {
 	}
 }
 
+func TestMetricsAskedOnlyForTrackedPods(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("a", "web", "web")
+	h.addPod("a", "web-1", "web", 300, 200*mi, "app")
+	h.addPod("a", "batch-1", "batch", 300, 200*mi, "app") // no VPA
+	h.addPod("b", "web-1", "web", 300, 200*mi, "app")     // another namespace's web, no VPA
+	h.loops(1)
+	if h.keep == nil {
+		t.Fatal("the loop asked for every pod's usage")
+	}
+	for pod, want := range map[types.NamespacedName]bool{
+		{Namespace: "a", Name: "web-1"}:   true,
+		{Namespace: "a", Name: "batch-1"}: false,
+		{Namespace: "b", Name: "web-1"}:   false,
+	} {
+		if got := h.keep(pod); got != want {
+			t.Errorf("keep(%s) = %v, want %v", pod, got, want)
+		}
+	}
+}
+
 func TestRemovedContainerLeavesRecommendation(t *testing.T) {
 	h := newHarness(t, nil)
 	h.addVPA("ns", "web", "web")
