@@ -2,6 +2,7 @@ package loop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpafake "github.com/openvpa/openvpa/apis/generated/clientset/versioned/fake"
+	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -115,7 +117,7 @@ func (h *harness) newRecommender() *Recommender {
 		Metrics:     usageFunc(h.usage),
 		OOMs:        func() []input.OOM { o := h.ooms; h.ooms = nil; return o },
 		Checkpoints: checkpoint.NewStore(h.client.AutoscalingV1()),
-		Status:      APIStatusWriter{Client: h.client.AutoscalingV1()},
+		Status:      typedStatusWriter{Client: h.client.AutoscalingV1()},
 		Estimator:   estimator.NewPercentile(estimator.DefaultConfig()),
 		Clock:       h.clk,
 		LimitRanges: func(ns string) recommendation.LimitRanges { return h.limitRanges[ns] },
@@ -303,4 +305,19 @@ var _ = namespaces.Options{}
 
 func podID(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
+}
+
+// typedStatusWriter writes a status as APIStatusWriter does, through the
+// typed client, which the fake clientset records.
+type typedStatusWriter struct {
+	Client vpaclient.AutoscalingV1Interface
+}
+
+func (w typedStatusWriter) WriteStatus(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, status vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
+	if err != nil {
+		return nil, err
+	}
+	return w.Client.VerticalPodAutoscalers(vpa.Namespace).Patch(ctx, vpa.Name, types.JSONPatchType, patch,
+		metav1.PatchOptions{FieldManager: checkpoint.FieldManager}, "status")
 }

@@ -58,7 +58,8 @@ type VPALister interface {
 	Get(namespace, name string) *vpacache.VPA
 }
 
-// StatusWriter writes a VPA's status and returns the updated object.
+// StatusWriter writes a VPA's status and returns the updated object, of
+// which the loop reads the resourceVersion and status.
 type StatusWriter interface {
 	WriteStatus(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, status vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error)
 }
@@ -1274,16 +1275,49 @@ func (r *Recommender) WriteAllCheckpoints(ctx context.Context) error {
 }
 
 // APIStatusWriter writes status with a JSON patch on the status subresource.
+// The API server answers with the whole object, managed fields included;
+// only its resourceVersion and status are decoded, since that is all the
+// loop keeps of it (standIn). Decoding the whole answer was the largest part
+// of the recommender's CPU at 10,000 VPAs (BenchmarkStatusAnswer).
 type APIStatusWriter struct {
 	Client vpaclient.AutoscalingV1Interface
 }
 
-// WriteStatus implements StatusWriter.
+// writtenStatus is what WriteStatus decodes of the API server's answer.
+type writtenStatus struct {
+	Metadata struct {
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Status vpav1.VerticalPodAutoscalerStatus `json:"status"`
+}
+
+// WriteStatus implements StatusWriter. The object it returns holds the
+// VPA's namespace and name and the answer's resourceVersion and status.
 func (w APIStatusWriter) WriteStatus(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, status vpav1.VerticalPodAutoscalerStatus) (*vpav1.VerticalPodAutoscaler, error) {
 	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": status}})
 	if err != nil {
 		return nil, err
 	}
-	return w.Client.VerticalPodAutoscalers(vpa.Namespace).Patch(ctx, vpa.Name, types.JSONPatchType, patch,
-		metav1.PatchOptions{FieldManager: checkpoint.FieldManager}, "status")
+	raw, err := w.Client.RESTClient().Patch(types.JSONPatchType).
+		Namespace(vpa.Namespace).Resource("verticalpodautoscalers").Name(vpa.Name).SubResource("status").
+		VersionedParams(&metav1.PatchOptions{FieldManager: checkpoint.FieldManager}, metav1.ParameterCodec).
+		Body(patch).Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	return decodeWrittenStatus(vpa, raw)
+}
+
+func decodeWrittenStatus(vpa *vpav1.VerticalPodAutoscaler, raw []byte) (*vpav1.VerticalPodAutoscaler, error) {
+	var a writtenStatus
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, fmt.Errorf("decoding the answer to the status write: %w", err)
+	}
+	if a.Metadata.ResourceVersion == "" {
+		return nil, fmt.Errorf("the answer to the status write has no resourceVersion")
+	}
+	return &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: vpa.Namespace, Name: vpa.Name, ResourceVersion: a.Metadata.ResourceVersion},
+		Status:     a.Status,
+	}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"sync"
 	"testing"
 
@@ -19,6 +20,8 @@ import (
 // Request is one request the Server received.
 type Request struct {
 	Method, Path, ContentType string
+	// Query is the request's query string, unescaped.
+	Query string
 	// Body is the decoded object of a POST or PUT (nil for patches and
 	// bodies the scheme does not know).
 	Body runtime.Object
@@ -66,6 +69,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("%s %s: reading the body: %v", r.Method, r.URL.Path, err)
 	}
 	req := Request{Method: r.Method, Path: r.URL.Path, ContentType: r.Header.Get("Content-Type"), Raw: raw}
+	if q, err := url.QueryUnescape(r.URL.RawQuery); err == nil {
+		req.Query = q
+	}
 	if len(raw) > 0 && (r.Method == http.MethodPost || r.Method == http.MethodPut) {
 		if obj, _, err := s.decoder.Decode(raw, nil, nil); err == nil {
 			req.Body = obj
