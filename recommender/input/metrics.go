@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
@@ -69,7 +70,8 @@ type podMetrics struct {
 // their samples. Init containers are not in PodMetrics' container list by
 // name alone, so the caller drops them using the pod spec.
 func (m *MetricsServer) Usage(ctx context.Context, keep func(types.NamespacedName) bool) ([]ContainerUsage, error) {
-	body, err := m.client.RESTClient().Get().Namespace(m.namespace).Resource("pods").Stream(ctx)
+	body, err := m.client.RESTClient().Get().Namespace(m.namespace).Resource("pods").
+		SetHeader("Accept", runtime.ContentTypeJSON).Stream(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing pod metrics: %w", err)
 	}
