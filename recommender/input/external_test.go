@@ -92,19 +92,7 @@ func TestExternalMetricsUsage(t *testing.T) {
 		{Pod: types.NamespacedName{Namespace: "ns", Name: "web-1"}, Container: "app", Time: at, CPU: 250, Memory: 100 << 20},
 		{Pod: types.NamespacedName{Namespace: "ns", Name: "web-1"}, Container: "proxy", Time: at, CPU: 20, Memory: -1},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("usage %+v, want %+v", got, want)
-	}
-	for i := range want {
-		g := got[i]
-		if !g.Time.Equal(want[i].Time) {
-			t.Errorf("usage[%d] time %v, want %v", i, g.Time, want[i].Time)
-		}
-		g.Time = want[i].Time
-		if g != want[i] {
-			t.Errorf("usage[%d] = %+v, want %+v", i, g, want[i])
-		}
-	}
+	sameUsage(t, got, want)
 	if want := "cpu_usage?app=web,pod=web-1"; len(f.seen) == 0 || f.seen[0] != want {
 		t.Errorf("queries %v, want the VPA's selector and the pod first: %s", f.seen, want)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -19,6 +18,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned/typed/metrics/v1beta1"
 
 	"github.com/openvpa/openvpa/pkg/kubeclient/kubeclienttest"
+	"github.com/openvpa/openvpa/pkg/testbuild"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
@@ -33,17 +33,6 @@ func newPodMetrics(ns, name string, at time.Time, usage ...corev1.ResourceList) 
 		pm.Containers = append(pm.Containers, metricsv1beta1.ContainerMetrics{Name: []string{"app", "proxy", "log"}[i], Usage: u})
 	}
 	return pm
-}
-
-func usageList(cpu, mem string) corev1.ResourceList {
-	l := corev1.ResourceList{}
-	if cpu != "" {
-		l[corev1.ResourceCPU] = resource.MustParse(cpu)
-	}
-	if mem != "" {
-		l[corev1.ResourceMemory] = resource.MustParse(mem)
-	}
-	return l
 }
 
 // typedUsage is what the typed client's List gives for the same list: the
@@ -90,9 +79,9 @@ func TestMetricsServerStreamsTheListAndKeepsOnlyTrackedPods(t *testing.T) {
 		TypeMeta: metav1.TypeMeta{Kind: "PodMetricsList", APIVersion: "metrics.k8s.io/v1beta1"},
 		ListMeta: metav1.ListMeta{ResourceVersion: "7"},
 		Items: []metricsv1beta1.PodMetrics{
-			newPodMetrics("a", "web-1", at, usageList("250m", "100Mi"), usageList("1500u", "")),
-			newPodMetrics("b", "db-0", at.Add(-time.Minute), usageList("2", "3Gi")),
-			newPodMetrics("a", "web-2", at, usageList("", "64Ki"), usageList("1", "1k"), usageList("0", "0")),
+			newPodMetrics("a", "web-1", at, testbuild.Resources("250m", "100Mi"), testbuild.Resources("1500u", "")),
+			newPodMetrics("b", "db-0", at.Add(-time.Minute), testbuild.Resources("2", "3Gi")),
+			newPodMetrics("a", "web-2", at, testbuild.Resources("", "64Ki"), testbuild.Resources("1", "1k"), testbuild.Resources("0", "0")),
 			newPodMetrics("c", "idle", at), // no containers
 		},
 	}
@@ -189,7 +178,7 @@ func BenchmarkMetricsUsage(b *testing.B) {
 	list := &metricsv1beta1.PodMetricsList{}
 	for i := range 10000 {
 		list.Items = append(list.Items, newPodMetrics("ns-"+string(rune('a'+i%10)), "pod-"+strings.Repeat("x", i%7)+string(rune('0'+i%10)), at,
-			usageList("123m", "45Mi")))
+			testbuild.Resources("123m", "45Mi")))
 	}
 	raw, err := json.Marshal(list)
 	if err != nil {
