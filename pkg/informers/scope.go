@@ -239,13 +239,34 @@ type generationStore struct {
 	i    *scopedInformer
 	gen  uint64
 	keep func(string) bool
+
+	mu sync.Mutex
+	// streamed holds what the streaming list's transform returned: Replace
+	// takes those objects as they are rather than transforming them again.
+	// Cached objects are pointers, so the set holds one word per object.
+	streamed map[any]struct{}
 }
 
 var _ cache.TransformingStore = (*generationStore)(nil)
 
 // Transformer drops the objects of other namespaces and transforms the
-// others; the reflector's streaming list applies it as it decodes.
-func (s *generationStore) Transformer() cache.TransformFunc { return s.apply }
+// others; the reflector's streaming list applies it as it decodes, then
+// passes what it kept to Replace.
+func (s *generationStore) Transformer() cache.TransformFunc { return s.applyStreamed }
+
+func (s *generationStore) applyStreamed(obj any) (any, error) {
+	o, err := s.apply(obj)
+	if err != nil || o == dropped {
+		return o, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.streamed == nil {
+		s.streamed = map[any]struct{}{}
+	}
+	s.streamed[o] = struct{}{}
+	return o, nil
+}
 
 // Store methods that a reflector never calls.
 func (s *generationStore) List() []any                            { return s.i.indexer.List() }
@@ -264,7 +285,30 @@ func (s *generationStore) apply(obj any) (any, error) {
 	if !s.keep(m.GetNamespace()) {
 		return dropped, nil
 	}
+	if held := s.held(m); held != nil {
+		return held, nil
+	}
 	return s.i.transform(obj)
+}
+
+// held returns the cached object if the cache holds this version of it
+// already. A scope that widens lists every namespace again; the objects of
+// the namespaces it held are kept as cached rather than transformed into a
+// second copy of each, which the cache would hold beside the first until
+// the list ends.
+func (s *generationStore) held(m metav1.Object) any {
+	rv := m.GetResourceVersion()
+	if rv == "" {
+		return nil
+	}
+	o, ok, err := s.i.indexer.GetByKey(cache.MetaObjectToName(m).String())
+	if err != nil || !ok {
+		return nil
+	}
+	if c, err := meta.Accessor(o); err != nil || c.GetResourceVersion() != rv {
+		return nil
+	}
+	return o
 }
 
 func (s *generationStore) Add(obj any) error { return s.Update(obj) }
@@ -311,8 +355,16 @@ func (s *generationStore) Delete(obj any) error {
 // Replace makes the cache exactly the listed objects of the generation's
 // namespaces, and marks the generation synced.
 func (s *generationStore) Replace(list []any, resourceVersion string) error {
+	s.mu.Lock()
+	streamed := s.streamed
+	s.streamed = nil
+	s.mu.Unlock()
 	kept := make([]any, 0, len(list))
 	for _, obj := range list {
+		if _, ok := streamed[obj]; ok {
+			kept = append(kept, obj)
+			continue
+		}
 		o, err := s.apply(obj)
 		if err != nil {
 			return err

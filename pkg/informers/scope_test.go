@@ -204,6 +204,66 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 	}
 }
 
+func TestScopeKeepsWhatItHeldWhenItWidens(t *testing.T) {
+	for _, streaming := range []bool{false, true} {
+		t.Run(fmt.Sprintf("streaming=%v", streaming), func(t *testing.T) {
+			src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: streaming, streamed: &atomic.Int32{}}
+			src.Add(pod("a", "p1", "v1"))
+			src.Add(pod("b", "p2", "v1"))
+			var mu sync.Mutex
+			transforms := map[string]int{}
+			transform := func(obj any) (any, error) {
+				k, _ := cache.MetaNamespaceKeyFunc(obj)
+				mu.Lock()
+				transforms[k]++
+				mu.Unlock()
+				return obj, nil
+			}
+			count := func(k string) int {
+				mu.Lock()
+				defer mu.Unlock()
+				return transforms[k]
+			}
+			scope := NewScope()
+			inf := newScopedInformer(src, &corev1.Pod{}, "pods", transform)
+			scope.add(inf)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			scope.Start(ctx)
+			cached := func(k string) any { o, _, _ := inf.GetIndexer().GetByKey(k); return o }
+
+			gen := scope.Set(inNamespaces("b"))
+			testpoll.Until(t, 10*time.Second, "b", func() bool { return scope.Synced(gen) })
+			p2 := cached("b/p2")
+			gen = scope.Set(inNamespaces("a", "b"))
+			testpoll.Until(t, 10*time.Second, "a and b", func() bool { return scope.Synced(gen) })
+			if got, want := cachedKeys(inf), []string{"a/p1", "b/p2"}; !slices.Equal(got, want) {
+				t.Fatalf("cached %v, want %v", got, want)
+			}
+			if cached("b/p2") != p2 || count("b/p2") != 1 {
+				t.Errorf("b/p2 transformed %d times and cached anew: a wider list must keep the unchanged objects it held", count("b/p2"))
+			}
+
+			// Changed while out of scope, then back: the new version is
+			// transformed; the unchanged one is still kept.
+			gen = scope.Set(inNamespaces("b"))
+			testpoll.Until(t, 10*time.Second, "b again", func() bool { return scope.Synced(gen) })
+			src.Modify(pod("a", "p1", "v2"))
+			gen = scope.Set(inNamespaces("a", "b"))
+			testpoll.Until(t, 10*time.Second, "a and b again", func() bool { return scope.Synced(gen) })
+			if n := count("a/p1"); n != 2 {
+				t.Errorf("a/p1 transformed %d times, want 2 (once per version)", n)
+			}
+			if got := cached("a/p1").(*corev1.Pod).Spec.Containers[0].Image; got != "v2" {
+				t.Errorf("a/p1 cached with image %s, want the new version's v2", got)
+			}
+			if cached("b/p2") != p2 || count("b/p2") != 1 {
+				t.Errorf("b/p2 transformed %d times and cached anew after three lists, want once", count("b/p2"))
+			}
+		})
+	}
+}
+
 func TestScopedSetSyncsAndCountsWhatItCaches(t *testing.T) {
 	src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: true, streamed: &atomic.Int32{}}
 	src.Add(pod("a", "p1", "v1"))
