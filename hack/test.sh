@@ -52,6 +52,7 @@ for target in \
   ./admission-controller/pod:FuzzDecoder \
   ./admission-controller/pod:FuzzHandlerAgreement \
   ./admission-controller/webhook:FuzzServeHTTP \
+  ./recommender/input:FuzzDecodePodMetricsList \
   ./recommender/model:FuzzRestoreCheckpoint \
   ./recommender/model:FuzzHistogramOps; do
   go test -run='^$' -fuzz="^${target#*:}\$" -fuzztime="${FUZZ_TIME:-50000x}" "${target%%:*}"

@@ -215,3 +215,33 @@ func BenchmarkMetricsUsage(b *testing.B) {
 		}
 	})
 }
+
+// FuzzDecodePodMetricsList: whatever the metrics API answers, decoding it
+// neither panics nor returns samples with an error, and keeps only the pods
+// keep accepts.
+func FuzzDecodePodMetricsList(f *testing.F) {
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	list := &metricsv1beta1.PodMetricsList{Items: []metricsv1beta1.PodMetrics{
+		newPodMetrics("a", "web-1", at, testbuild.Resources("250m", "100Mi"), testbuild.Resources("1500u", "")),
+		newPodMetrics("b", "db-0", at, testbuild.Resources("2", "3Gi")),
+	}}
+	raw, err := json.Marshal(list)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{string(raw), `{"items":null}`, `{}`, `{"items":[{}`, `[]`, `{"items":[{"containers":[{"usage":{"cpu":"1e3"}}]}]}`} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		keep := func(p types.NamespacedName) bool { return p.Namespace != "b" }
+		got, err := decodePodMetricsList(bytes.NewReader(body), keep)
+		if err != nil && got != nil {
+			t.Fatalf("%d samples with the error %v", len(got), err)
+		}
+		for _, u := range got {
+			if !keep(u.Pod) {
+				t.Fatalf("kept a sample of %s, which keep rejects", u.Pod)
+			}
+		}
+	})
+}
