@@ -101,14 +101,38 @@ func inNamespaces(nss ...string) func(string) bool {
 	return func(ns string) bool { return slices.Contains(nss, ns) }
 }
 
+// newSource returns a source holding pods.
+func newSource(streaming bool, pods ...*corev1.Pod) source {
+	src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: streaming, streamed: &atomic.Int32{}}
+	for _, p := range pods {
+		src.Add(p)
+	}
+	return src
+}
+
+// startScope runs a Scope with one pod informer over a new source holding
+// pods; the informer transforms with transform and calls handler (if not
+// nil). Nothing is cached until the test sets the scope.
+func startScope(t *testing.T, streaming bool, transform cache.TransformFunc, handler cache.ResourceEventHandler, pods ...*corev1.Pod) (source, *Scope, *scopedInformer) {
+	t.Helper()
+	src := newSource(streaming, pods...)
+	scope := NewScope()
+	inf := newScopedInformer(src, &corev1.Pod{}, "pods", transform)
+	scope.add(inf)
+	if handler != nil {
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	scope.Start(ctx)
+	return src, scope, inf
+}
+
 func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 	for _, streaming := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streaming=%v", streaming), func(t *testing.T) {
-			src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: streaming, streamed: &atomic.Int32{}}
-			src.Add(pod("a", "p1", "v1"))
-			src.Add(pod("b", "p2", "v1"))
-			src.Add(pod("c", "p3", "v1"))
-
 			// The transform marks what it saw; the scope must drop other
 			// namespaces before it.
 			var transformed sync.Map
@@ -119,16 +143,8 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 				}
 				return obj, nil
 			}
-			scope := NewScope()
-			inf := newScopedInformer(src, &corev1.Pod{}, "pods", transform)
-			scope.add(inf)
 			rec := &recorder{}
-			if _, err := inf.AddEventHandler(rec); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			scope.Start(ctx)
+			src, scope, inf := startScope(t, streaming, transform, rec, pod("a", "p1", "v1"), pod("b", "p2", "v1"), pod("c", "p3", "v1"))
 			if scope.SyncedGeneration() != 0 || inf.HasSynced() {
 				t.Fatal("synced before any scope was set")
 			}
@@ -207,9 +223,6 @@ func TestScopeKeepsOnlyItsNamespacesAndFollowsThem(t *testing.T) {
 func TestScopeKeepsWhatItHeldWhenItWidens(t *testing.T) {
 	for _, streaming := range []bool{false, true} {
 		t.Run(fmt.Sprintf("streaming=%v", streaming), func(t *testing.T) {
-			src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: streaming, streamed: &atomic.Int32{}}
-			src.Add(pod("a", "p1", "v1"))
-			src.Add(pod("b", "p2", "v1"))
 			var mu sync.Mutex
 			transforms := map[string]int{}
 			transform := func(obj any) (any, error) {
@@ -224,12 +237,7 @@ func TestScopeKeepsWhatItHeldWhenItWidens(t *testing.T) {
 				defer mu.Unlock()
 				return transforms[k]
 			}
-			scope := NewScope()
-			inf := newScopedInformer(src, &corev1.Pod{}, "pods", transform)
-			scope.add(inf)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			scope.Start(ctx)
+			src, scope, inf := startScope(t, streaming, transform, nil, pod("a", "p1", "v1"), pod("b", "p2", "v1"))
 			cached := func(k string) any { o, _, _ := inf.GetIndexer().GetByKey(k); return o }
 
 			gen := scope.Set(inNamespaces("b"))
@@ -265,10 +273,7 @@ func TestScopeKeepsWhatItHeldWhenItWidens(t *testing.T) {
 }
 
 func TestScopedSetSyncsAndCountsWhatItCaches(t *testing.T) {
-	src := source{FakeControllerSource: fcache.NewFakeControllerSource(), streaming: true, streamed: &atomic.Int32{}}
-	src.Add(pod("a", "p1", "v1"))
-	src.Add(pod("a", "p2", "v1"))
-	src.Add(pod("b", "p3", "v1"))
+	src := newSource(true, pod("a", "p1", "v1"), pod("a", "p2", "v1"), pod("b", "p3", "v1"))
 	set := Set{Scope: NewScope()}
 	inf := newScopedInformer(src, &corev1.Pod{}, "pods", nil)
 	set.Scope.add(inf)
