@@ -255,7 +255,7 @@ var _ cache.TransformingStore = (*generationStore)(nil)
 func (s *generationStore) Transformer() cache.TransformFunc { return s.applyStreamed }
 
 func (s *generationStore) applyStreamed(obj any) (any, error) {
-	o, err := s.apply(obj)
+	o, err := s.apply(obj, true)
 	if err != nil || o == dropped {
 		return o, err
 	}
@@ -274,7 +274,10 @@ func (s *generationStore) ListKeys() []string                     { return s.i.i
 func (s *generationStore) Get(obj any) (any, bool, error)         { return s.i.indexer.Get(obj) }
 func (s *generationStore) GetByKey(key string) (any, bool, error) { return s.i.indexer.GetByKey(key) }
 
-func (s *generationStore) apply(obj any) (any, error) {
+// apply drops an object of another namespace and transforms the others. An
+// object of a list (listed) that the cache holds at the same version is
+// kept as cached instead; a watched change is always a new version.
+func (s *generationStore) apply(obj any, listed bool) (any, error) {
 	if obj == dropped {
 		return dropped, nil
 	}
@@ -285,8 +288,10 @@ func (s *generationStore) apply(obj any) (any, error) {
 	if !s.keep(m.GetNamespace()) {
 		return dropped, nil
 	}
-	if held := s.held(m); held != nil {
-		return held, nil
+	if listed {
+		if held := s.held(m); held != nil {
+			return held, nil
+		}
 	}
 	return s.i.transform(obj)
 }
@@ -314,7 +319,7 @@ func (s *generationStore) held(m metav1.Object) any {
 func (s *generationStore) Add(obj any) error { return s.Update(obj) }
 
 func (s *generationStore) Update(obj any) error {
-	o, err := s.apply(obj)
+	o, err := s.apply(obj, false)
 	if err != nil || o == dropped {
 		return err
 	}
@@ -365,7 +370,7 @@ func (s *generationStore) Replace(list []any, resourceVersion string) error {
 			kept = append(kept, obj)
 			continue
 		}
-		o, err := s.apply(obj)
+		o, err := s.apply(obj, true)
 		if err != nil {
 			return err
 		}
