@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -206,21 +208,20 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	ctx := context.Background()
 
 	// The first write is due within a minute of the first loop. Each
-	// RunOnce returns even though the write it queues cannot finish.
+	// RunOnce returns even though the write it queues cannot finish. The
+	// clock moves on only once the queued write has started: a write whose
+	// turn came after --checkpoints-timeout would wait for the next loop.
 	for i := 0; i < 3 && len(h.rec.checkpointInflight) == 0; i++ {
 		h.rec.RunOnce(ctx)
-		h.clk.Step(time.Minute)
+		if len(h.rec.checkpointInflight) == 0 {
+			h.clk.Step(time.Minute)
+		}
 	}
 	if len(h.rec.checkpointInflight) != 1 {
 		t.Fatalf("in-flight VPAs = %v, want ns/web", h.rec.checkpointInflight)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for store.started.Load() == 0 && time.Now().Before(deadline) {
-		runtime.Gosched()
-	}
-	if store.started.Load() != 1 {
-		t.Fatalf("%d writes started, want 1", store.started.Load())
-	}
+	waitStarted(t, store.gate, 1)
+	h.clk.Step(time.Minute)
 	// Two more loops while it is blocked; then it fails.
 	h.rec.RunOnce(ctx)
 	h.clk.Step(time.Minute)
@@ -254,6 +255,81 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	}
 	if next, ok := h.rec.schedule.Next("ns/web"); !ok || !next.After(h.clk.Now()) {
 		t.Errorf("next write at %v (tracked %v), want after %v", next, ok, h.clk.Now())
+	}
+}
+
+// waitStarted waits until n writes have passed the gate's counter.
+func waitStarted(t *testing.T, g *gate, n int32) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for g.started.Load() < n && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if got := g.started.Load(); got != n {
+		t.Fatalf("%d writes started, want %d", got, n)
+	}
+}
+
+// counterValue reads a counter.
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestCheckpointBudgetBoundsWhenWritesStart: --checkpoints-timeout, counted
+// on the loop's clock, bounds when a checkpoint write may start, as
+// upstream's bounds its batch. A write that started runs to its end, not cut
+// by the batch's deadline; those whose turn came later are not errors: they
+// stay due, are counted as postponed and are written by the next loop.
+// (Handing each write the batch's deadline made client-go's rate limiter
+// refuse every write whose wait for a token would pass it, each logged and
+// counted as a failed API write.)
+func TestCheckpointBudgetBoundsWhenWritesStart(t *testing.T) {
+	h := newHarness(t, func(c *Config) {
+		c.CheckpointsWriteInterval = time.Minute
+		c.CheckpointsTimeout = 10 * time.Second
+		c.Workers = 1
+	})
+	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
+	h.rec.deps.Checkpoints = store
+	h.addWorkloads(3)
+	ctx := context.Background()
+	h.loop() // first recommendations
+	h.clk.Step(time.Minute)
+	h.rec.RunOnce(ctx) // every checkpoint due: three writes queued on one worker
+	if n := len(h.rec.checkpointInflight); n != 3 {
+		t.Fatalf("%d checkpoint writes queued, want 3", n)
+	}
+	// The first write waits at the gate while the budget runs out.
+	waitStarted(t, store.gate, 1)
+	h.clk.Step(h.cfg.CheckpointsTimeout)
+	close(store.open)
+	h.rec.WaitWrites()
+	if n := store.started.Swap(0); n != 1 {
+		t.Fatalf("%d writes started, want 1: the others' turn came after --checkpoints-timeout", n)
+	}
+	if n := len(h.checkpoints()); n != 1 {
+		t.Fatalf("%d checkpoints, want 1: the write that started completes", n)
+	}
+	if n := counterValue(t, h.rec.deps.Prom.APIWrites.WithLabelValues("checkpoint", "error")); n != 0 {
+		t.Errorf("%v checkpoint writes counted as errors, want 0", n)
+	}
+	if n := counterValue(t, h.rec.deps.Prom.CheckpointWritesPostponed); n != 2 {
+		t.Errorf("%v checkpoint writes counted as postponed, want 2", n)
+	}
+
+	// The next loop writes the two that waited, and only them.
+	h.rec.RunOnce(ctx)
+	h.rec.WaitWrites()
+	if n := store.started.Load(); n != 2 {
+		t.Fatalf("the next loop started %d writes, want the 2 postponed", n)
+	}
+	if n := len(h.checkpoints()); n != 3 {
+		t.Fatalf("%d checkpoints after the next loop, want 3", n)
 	}
 }
 

@@ -32,6 +32,10 @@ type Metrics struct {
 	// last loop left for a later one (Config.StatusWritesPerLoop; OpenVPA
 	// addition).
 	StatusWritesWaiting prometheus.Gauge
+	// CheckpointWritesPostponed counts checkpoint writes left for the
+	// next loop because --checkpoints-timeout ran out before their turn
+	// (OpenVPA addition).
+	CheckpointWritesPostponed prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them on reg (if not nil).
@@ -61,9 +65,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		StatusWritesWaiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: ns, Name: "status_writes_waiting", Help: "VPAs whose status write the last loop left for a later loop, because more writes were due than the client's rate limit writes in one interval.",
 		}),
+		CheckpointWritesPostponed: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "checkpoint_writes_postponed_total", Help: "Checkpoint writes left for the next loop because --checkpoints-timeout ran out before their turn came.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites, m.StatusWritesWaiting)
+		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites, m.StatusWritesWaiting, m.CheckpointWritesPostponed)
 	}
 	return m
 }

@@ -961,7 +961,7 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 	r.statusPending.Add(int64(len(jobs)))
 	r.bg.run(func() {
 		updated := make([]*vpacache.VPA, len(jobs))
-		r.parallel(ctx, len(jobs), func(i int) {
+		r.parallel(len(jobs), func(i int) {
 			defer r.statusPending.Add(-1)
 			j := jobs[i]
 			// The computed status is not held past its write: the outcome
@@ -978,7 +978,7 @@ func (r *Recommender) writeStatuses(ctx context.Context, jobs []statusJob, now t
 			}
 			logger.V(5).Info("Wrote VPA status", "vpa", j.key.String())
 			updated[i] = standIn(j.obj, u)
-		}, false)
+		})
 		r.bg.finished(func() {
 			for i, j := range jobs {
 				delete(r.statusInflight, j.key)
@@ -1009,14 +1009,12 @@ func standIn(base *vpacache.VPA, written *vpav1.VerticalPodAutoscaler) *vpacache
 	return vpacache.New(&obj)
 }
 
-// parallel runs f(0..n-1) on the configured number of workers. With
-// stopOnDeadline, each worker stops taking items once ctx is done (after
-// finishing its current one), so at least min(workers, n) items run.
-func (r *Recommender) parallel(ctx context.Context, n int, f func(int), stopOnDeadline bool) {
+// parallel runs f(0..n-1) on the configured number of workers and returns
+// when every call has returned.
+func (r *Recommender) parallel(n int, f func(int)) {
 	next := make(chan int)
 	var wg sync.WaitGroup
-	workers := min(r.cfg.Workers, n)
-	for range workers {
+	for range min(r.cfg.Workers, n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -1026,9 +1024,6 @@ func (r *Recommender) parallel(ctx context.Context, n int, f func(int), stopOnDe
 		}()
 	}
 	for i := range n {
-		if stopOnDeadline && i >= workers && ctx.Err() != nil {
-			break
-		}
 		next <- i
 	}
 	close(next)
@@ -1127,11 +1122,7 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 		logger.V(3).Info("Checkpoint writes limited while status writes of earlier loops are running", "statusWrites", n, "checkpoints", limit)
 	}
 	now := r.deps.Clock.Now()
-	type job struct {
-		vpa string
-		cps []encodedCheckpoint
-	}
-	var jobs []job
+	var jobs []checkpointJob
 	for _, k := range r.schedule.Due(now) {
 		if limit >= 0 && len(jobs) >= limit {
 			break
@@ -1152,40 +1143,79 @@ func (r *Recommender) maintainCheckpoints(ctx context.Context) {
 			continue
 		}
 		r.checkpointInflight[k] = struct{}{}
-		jobs = append(jobs, job{vpa: k, cps: cps})
+		jobs = append(jobs, checkpointJob{vpa: k, cps: cps})
 	}
 	if len(jobs) > 0 {
-		r.bg.run(func() {
-			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
-			defer cancel()
-			errs := make([]error, len(jobs))
-			for i := range errs {
-				errs[i] = context.DeadlineExceeded // not reached before the deadline
-			}
-			r.parallel(cctx, len(jobs), func(i int) {
-				errs[i] = r.writeEncoded(cctx, jobs[i].cps)
-			}, true)
-			r.bg.finished(func() {
-				n := 0
-				for i, j := range jobs {
-					delete(r.checkpointInflight, j.vpa)
-					if errs[i] != nil {
-						logger.Error(errs[i], "Cannot write checkpoints", "vpa", j.vpa)
-						continue // still due: the next loop retries
-					}
-					n++
-					if _, tracked := r.schedule.Next(j.vpa); tracked {
-						r.schedule.Written(j.vpa, now)
-					}
-				}
-				logger.V(3).Info("Wrote checkpoints", "vpas", n, "attempted", len(jobs))
-			})
-		})
+		r.bg.run(func() { r.writeCheckpointBatch(ctx, jobs, now) })
 	}
 	if now.Sub(r.lastGC) >= r.cfg.CheckpointsGCInterval {
 		r.lastGC = now
 		r.collectCheckpoints(ctx)
 	}
+}
+
+// checkpointJob is the encoded checkpoints of one VPA, due to be written.
+type checkpointJob struct {
+	vpa string // the schedule key
+	cps []encodedCheckpoint
+}
+
+// writeCheckpointBatch writes a loop's due checkpoints on the workers, in the
+// background. --checkpoints-timeout bounds when a write may start, counted
+// on the loop's clock from now, as upstream's bounds its batch; each write
+// that started gets that long of its own, so a hung API server cannot hold a
+// worker. Writes whose turn comes later stay due for the next loop: they
+// waited for the client's rate limiter, they did not fail, so they are
+// counted as postponed, not as API errors. (Handing the batch's deadline to
+// each request made client-go's rate limiter refuse at once any write whose
+// wait for a token would pass it, logged as one error per VPA.)
+func (r *Recommender) writeCheckpointBatch(ctx context.Context, jobs []checkpointJob, now time.Time) {
+	logger := klog.FromContext(ctx)
+	deadline := now.Add(r.cfg.CheckpointsTimeout)
+	errs := make([]error, len(jobs))
+	// started is kept apart from errs: a write that succeeded and one that
+	// never started both leave a nil error.
+	started := make([]bool, len(jobs))
+	r.parallel(len(jobs), func(i int) {
+		if !r.deps.Clock.Now().Before(deadline) {
+			return
+		}
+		started[i] = true
+		wctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
+		defer cancel()
+		errs[i] = r.writeEncoded(wctx, jobs[i].cps)
+	})
+	written, postponed := 0, 0
+	for i := range jobs {
+		switch {
+		case !started[i]:
+			postponed++
+		case errs[i] == nil:
+			written++
+		}
+	}
+	if postponed > 0 {
+		r.deps.Prom.CheckpointWritesPostponed.Add(float64(postponed))
+		logger.Info("Checkpoint writes wait for the next loop: --checkpoints-timeout ran out before their turn",
+			"postponed", postponed, "written", written, "timeout", r.cfg.CheckpointsTimeout)
+	}
+	logger.V(3).Info("Wrote checkpoints", "vpas", written, "attempted", len(jobs)-postponed)
+	// The schedule is the loop's: the next loop applies the outcomes.
+	r.bg.finished(func() {
+		for i, j := range jobs {
+			delete(r.checkpointInflight, j.vpa)
+			switch {
+			case !started[i]:
+				// still due: the next loop writes it
+			case errs[i] != nil:
+				logger.Error(errs[i], "Cannot write checkpoints", "vpa", j.vpa)
+			default:
+				if _, tracked := r.schedule.Next(j.vpa); tracked {
+					r.schedule.Written(j.vpa, now)
+				}
+			}
+		}
+	})
 }
 
 // byScheduleKey returns the state of the VPA a schedule key names.
@@ -1264,13 +1294,13 @@ func (r *Recommender) WriteAllCheckpoints(ctx context.Context) error {
 		}
 	}
 	errs := make([]error, len(sts))
-	r.parallel(ctx, len(sts), func(i int) {
+	r.parallel(len(sts), func(i int) {
 		if ctx.Err() != nil {
 			errs[i] = ctx.Err()
 			return
 		}
 		errs[i] = r.writeCheckpoints(ctx, sts[i], now)
-	}, false)
+	})
 	return errors.Join(errs...)
 }
 

@@ -45,11 +45,11 @@ func (r *Recommender) syncShards(ctx context.Context) {
 			now := r.deps.Clock.Now()
 			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
 			errs := make([]error, len(leaving))
-			r.parallel(cctx, len(leaving), func(i int) {
+			r.parallel(len(leaving), func(i int) {
 				if st := leaving[i]; len(st.aggregates) > 0 && r.mayWrite(st.key) {
 					errs[i] = r.writeCheckpoints(cctx, st, now)
 				}
-			}, false)
+			})
 			cancel()
 			for i, err := range errs {
 				if err != nil {
