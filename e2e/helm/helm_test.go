@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
@@ -51,6 +52,17 @@ func newHelm(t *testing.T, c *framework.Cluster) helm {
 
 func (h helm) run(t *testing.T, args ...string) string {
 	t.Helper()
+	out, err := h.try(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// try runs helm and returns its standard output, or an error with both
+// outputs.
+func (h helm) try(t *testing.T, args ...string) (string, error) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.bin, append(args, "--kubeconfig", h.kubeconfig)...)
@@ -58,9 +70,9 @@ func (h helm) run(t *testing.T, args ...string) string {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+		return "", fmt.Errorf("helm %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return stdout.String()
+	return stdout.String(), nil
 }
 
 // manifestObjects parses `helm get manifest` output.
@@ -171,7 +183,26 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 		t.Error("helm upgrade replaced the webhook's CA")
 	}
 
-	h.run(t, "uninstall", "vpa", "--namespace", "kube-system", "--wait", "--timeout", "3m")
+	// A CRD deleted while the API server's cache of its objects is still
+	// starting waits for the apiextensions informer's resync, about five
+	// minutes: the CRD finalizer's list of instances is refused ("storage
+	// is (re)initializing", kubernetes/enhancements#4568), and the retry is
+	// lost. Reproduced on this control plane by deleting a pair of new CRDs
+	// as soon as they are Established: 2 of 16 took 30 s and 287 s, the rest
+	// 1 s. A user uninstalls CRDs that have long served; the test, which
+	// installs and uninstalls within seconds, waits until a whole (not
+	// paginated) list of each is served, which is the list the finalizer
+	// makes.
+	for _, res := range []string{"verticalpodautoscalers", "verticalpodautoscalercheckpoints"} {
+		gvr := schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: res}
+		framework.WaitFor(t, time.Minute, func() (bool, error) {
+			_, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
+			return err == nil, err
+		})
+	}
+	if _, err := h.try(t, "uninstall", "vpa", "--namespace", "kube-system", "--wait", "--timeout", "3m"); err != nil {
+		t.Fatalf("%v\nobjects of the release left:%s", err, leftOver(ctx, c, mapper, objs))
+	}
 	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		for _, o := range objs {
 			_, err := get(ctx, c, mapper, o)
@@ -184,4 +215,26 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 		}
 		return true, nil
 	})
+}
+
+// leftOver describes the objects of a release still in the cluster: their
+// deletion timestamps, finalizers and conditions.
+func leftOver(ctx context.Context, c *framework.Cluster, mapper meta.RESTMapper, objs []*unstructured.Unstructured) string {
+	var b strings.Builder
+	for _, o := range objs {
+		got, err := get(ctx, c, mapper, o)
+		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s %s/%s", o.GetKind(), o.GetNamespace(), o.GetName())
+		if err != nil {
+			fmt.Fprintf(&b, ": %v", err)
+			continue
+		}
+		fmt.Fprintf(&b, ": deletionTimestamp %v, finalizers %v", got.GetDeletionTimestamp(), got.GetFinalizers())
+		if conds, ok, _ := unstructured.NestedSlice(got.Object, "status", "conditions"); ok {
+			fmt.Fprintf(&b, ", conditions %v", conds)
+		}
+	}
+	return b.String()
 }
