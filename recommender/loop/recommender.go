@@ -1173,25 +1173,24 @@ func (r *Recommender) writeCheckpointBatch(ctx context.Context, jobs []checkpoin
 	logger := klog.FromContext(ctx)
 	deadline := now.Add(r.cfg.CheckpointsTimeout)
 	errs := make([]error, len(jobs))
-	// started is kept apart from errs: a write that succeeded and one that
-	// never started both leave a nil error.
-	started := make([]bool, len(jobs))
 	r.parallel(len(jobs), func(i int) {
 		if !r.deps.Clock.Now().Before(deadline) {
+			errs[i] = errCheckpointPostponed
 			return
 		}
-		started[i] = true
 		wctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
 		defer cancel()
 		errs[i] = r.writeEncoded(wctx, jobs[i].cps)
 	})
 	written, postponed := 0, 0
-	for i := range jobs {
+	for i, err := range errs {
 		switch {
-		case !started[i]:
-			postponed++
-		case errs[i] == nil:
+		case err == nil:
 			written++
+		case errors.Is(err, errCheckpointPostponed):
+			postponed++
+		default:
+			logger.Error(err, "Cannot write checkpoints", "vpa", jobs[i].vpa)
 		}
 	}
 	if postponed > 0 {
@@ -1200,23 +1199,21 @@ func (r *Recommender) writeCheckpointBatch(ctx context.Context, jobs []checkpoin
 			"postponed", postponed, "written", written, "timeout", r.cfg.CheckpointsTimeout)
 	}
 	logger.V(3).Info("Wrote checkpoints", "vpas", written, "attempted", len(jobs)-postponed)
-	// The schedule is the loop's: the next loop applies the outcomes.
+	// The schedule is the loop's: the next loop applies the outcomes. A
+	// write that failed or never started stays due.
 	r.bg.finished(func() {
 		for i, j := range jobs {
 			delete(r.checkpointInflight, j.vpa)
-			switch {
-			case !started[i]:
-				// still due: the next loop writes it
-			case errs[i] != nil:
-				logger.Error(errs[i], "Cannot write checkpoints", "vpa", j.vpa)
-			default:
-				if _, tracked := r.schedule.Next(j.vpa); tracked {
-					r.schedule.Written(j.vpa, now)
-				}
+			if _, tracked := r.schedule.Next(j.vpa); tracked && errs[i] == nil {
+				r.schedule.Written(j.vpa, now)
 			}
 		}
 	})
 }
+
+// errCheckpointPostponed marks a checkpoint write whose turn came after
+// --checkpoints-timeout: it never started.
+var errCheckpointPostponed = errors.New("checkpoint write postponed to the next loop")
 
 // byScheduleKey returns the state of the VPA a schedule key names.
 func (r *Recommender) byScheduleKey(k string) (*vpaState, bool) {
