@@ -117,16 +117,26 @@ func (o *CommandOptions) runTrace(ctx context.Context, file, out string, base Op
 			return err
 		}
 	}
+	var bounds []BoundPoint
+	if o.Bounds {
+		bounds = Bounds(trace)
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := o.writeReport(out, res, sweep); err != nil {
+	if err := o.writeReport(out, res, sweep, bounds); err != nil {
 		return err
 	}
 	printTable(stdout, file, res)
+	if o.Bounds {
+		printBounds(stdout, bounds)
+	}
 	fmt.Fprintf(stdout, "\nwrote %s (summary.json, days.csv, worst.svg, typical.svg, frontier.svg", out)
 	if o.Sweep {
 		fmt.Fprint(stdout, ", sweep.csv")
+	}
+	if o.Bounds {
+		fmt.Fprint(stdout, ", bounds.csv")
 	}
 	fmt.Fprintf(stdout, ") in %s\n", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -151,7 +161,7 @@ type ReportSummary struct {
 	Provisioned *Summary `json:"provisioned,omitempty"`
 }
 
-func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint) error {
+func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint, bounds []BoundPoint) error {
 	sum := ReportSummary{Estimator: res.EstimatorSummary(0)}
 	if res.HasProvisioned {
 		p := res.ProvisionedSummary()
@@ -186,7 +196,12 @@ func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint
 			return err
 		}
 	}
-	return writeFile(filepath.Join(out, "frontier.svg"), FrontierPlot(res, sweep).WriteSVG)
+	if len(bounds) > 0 {
+		if err := writeFile(filepath.Join(out, "bounds.csv"), func(w io.Writer) error { return WriteBoundsCSV(w, bounds) }); err != nil {
+			return err
+		}
+	}
+	return writeFile(filepath.Join(out, "frontier.svg"), FrontierPlot(res, sweep, bounds).WriteSVG)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -247,6 +262,22 @@ func printTable(w io.Writer, trace string, res *Result) {
 	}
 	if res.HasProvisioned {
 		row("provisioned", res.ProvisionedSummary())
+	}
+	tw.Flush()
+}
+
+// BoundsGoal is the OOM-free share at which printBounds compares the
+// reference rules.
+const BoundsGoal = 0.95
+
+// printBounds prints the leanest setting of every reference rule that is
+// OOM-free on at least BoundsGoal of its days.
+func printBounds(w io.Writer, points []BoundPoint) {
+	fmt.Fprintf(w, "\nreference rules (the trace's own daily peaks; no model, updater or OOM feedback), leanest with >= %.0f%% OOM-free days:\n", 100*BoundsGoal)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "rule\tsetting\tdays\tmem slack mean\tOOM-free\t")
+	for _, p := range LeanestBound(points, BoundsGoal) {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.1f%%\t\n", p.Rule, p.Setting(), p.WorkloadDays, p.MemorySlackMean, 100*p.OOMFreeFraction)
 	}
 	tw.Flush()
 }
@@ -348,7 +379,7 @@ const FrontierMinOOMFree = 0.6
 // FrontierPlot draws memory slack against OOM-free days for every estimator
 // of res (default settings), the provisioned baseline, and the Pareto front
 // of each swept estimator from FrontierMinOOMFree on.
-func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
+func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 	p := &Plot{Title: fmt.Sprintf("memory slack vs OOM-free workload-days (sweep fronts from %.0f%%)", 100*FrontierMinOOMFree),
 		XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
 	byEst := map[string][]SweepPoint{}
@@ -379,23 +410,50 @@ func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
 		s := res.ProvisionedSummary()
 		p.Lines = append(p.Lines, Line{Name: "provisioned", Color: "#000000", Markers: true, X: []float64{100 * s.OOMFreeFraction}, Y: []float64{s.MemorySlackMean}})
 	}
+	for i, rule := range []string{BoundRecentPeak, BoundHindsightMargin, BoundOracle} {
+		l := Line{Name: "ref: " + rule, Color: boundColors[i], Markers: true, Connect: rule != BoundOracle}
+		for _, b := range BoundFront(bounds, rule) {
+			if b.OOMFreeFraction >= FrontierMinOOMFree {
+				l.X, l.Y = append(l.X, 100*b.OOMFreeFraction), append(l.Y, b.MemorySlackMean)
+			}
+		}
+		if len(l.X) > 0 {
+			p.Lines = append(p.Lines, l)
+		}
+	}
 	return p
 }
+
+// boundColors are the colours of the reference rules' fronts, apart from the
+// estimators' palette.
+var boundColors = []string{"#bcbd22", "#e377c2", "#393b79"}
 
 // ParetoFront returns the points no other point beats on both axes (lower
 // slack and more OOM-free days), by increasing OOM-free fraction.
 func ParetoFront(points []SweepPoint) []SweepPoint {
-	s := append([]SweepPoint(nil), points...)
-	sort.Slice(s, func(i, j int) bool {
-		if s[i].Summary.OOMFreeFraction != s[j].Summary.OOMFreeFraction {
-			return s[i].Summary.OOMFreeFraction > s[j].Summary.OOMFreeFraction
-		}
-		return s[i].Summary.MemorySlackMean < s[j].Summary.MemorySlackMean
+	return paretoFront(points, func(p SweepPoint) (float64, float64) {
+		return p.Summary.OOMFreeFraction, p.Summary.MemorySlackMean
 	})
-	var front []SweepPoint
+}
+
+// paretoFront returns the points of s that no other beats on both of
+// score's values (more OOM-free days, lower slack), by increasing OOM-free
+// fraction.
+func paretoFront[T any](points []T, score func(T) (oomFree, slack float64)) []T {
+	s := append([]T(nil), points...)
+	sort.SliceStable(s, func(i, j int) bool {
+		fi, si := score(s[i])
+		fj, sj := score(s[j])
+		if fi != fj {
+			return fi > fj
+		}
+		return si < sj
+	})
+	var front []T
+	last := 0.0
 	for _, p := range s {
-		if len(front) == 0 || p.Summary.MemorySlackMean < front[len(front)-1].Summary.MemorySlackMean {
-			front = append(front, p)
+		if _, sl := score(p); len(front) == 0 || sl < last {
+			front, last = append(front, p), sl
 		}
 	}
 	for i, j := 0, len(front)-1; i < j; i, j = i+1, j-1 {

@@ -20,7 +20,9 @@ type CommandOptions struct {
 	Estimator   string
 	Out         string
 	Sweep       bool
-	Quiet       bool
+	// Bounds is --bounds: score the reference rules of Bounds too.
+	Bounds bool
+	Quiet  bool
 	// Holdout is a second trace the same settings (and sweep) are replayed
 	// on and reported beside the first, never used to choose them.
 	Holdout string
@@ -64,6 +66,7 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, fmt.Sprintf("Estimator to score: one of %v.", estimator.Names()))
 	fs.StringVar(&o.Out, "out", o.Out, "Directory for summary.json, days.csv and the SVG plots (created if missing).")
 	fs.BoolVar(&o.Sweep, "sweep", o.Sweep, "Also sweep every estimator over its knobs and write sweep.csv and the frontier to frontier.svg.")
+	fs.BoolVar(&o.Bounds, "bounds", o.Bounds, "Also score reference rules that read the trace's own daily memory peaks, not estimators: the highest peak of the last days plus one margin for all, the same with each workload's margin chosen in hindsight, and each day's own peak. Writes bounds.csv and adds their fronts to frontier.svg.")
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "Do not report progress on stderr.")
 	fs.StringVar(&o.Holdout, "holdout", o.Holdout, "Holdout trace (same --input-format): replayed with the same settings, and swept with --sweep, and reported beside --trace under DIR/holdout/. Choose settings on --trace only.")
 	fs.BoolVar(&o.OOMFeedback, "oom-feedback", o.OOMFeedback, "Treat a memory sample above the request as an OOM kill: the model records the OOM (with the OOM bump) instead of the sample, and the updater's quick-OOM rule applies. false replays the trace as observed and only scores such samples, as earlier releases did.")

@@ -444,20 +444,9 @@ func toList(r requests) corev1.ResourceList {
 func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) []DayScore {
 	var out []DayScore
 	for _, c := range w.Containers {
-		interval := medianInterval(c.Samples, 5*time.Minute)
-		if interval <= 0 {
-			interval = time.Second
-		}
-		minSamples := float64(Day/interval) / 2
-		for lo := 0; lo < len(c.Samples); {
-			day := int(c.Samples[lo].Time.Sub(t0) / Day)
-			hi := lo
-			for hi < len(c.Samples) && int(c.Samples[hi].Time.Sub(t0)/Day) == day {
-				hi++
-			}
-			samples := c.Samples[lo:hi]
-			lo = hi
-			if day == 0 || float64(len(samples)) < minSamples {
+		for _, cd := range containerDays(c, t0) {
+			day, samples := cd.day, cd.samples
+			if !cd.scored {
 				continue
 			}
 			ds := DayScore{Workload: w.Name, Container: c.Name, Day: day, Start: t0.Add(time.Duration(day) * Day), Samples: len(samples)}
@@ -504,6 +493,37 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 			}
 			out = append(out, ds)
 		}
+	}
+	return out
+}
+
+// containerDay is the samples of one container in day day of its workload.
+type containerDay struct {
+	day     int
+	samples []Sample
+	// scored is whether the day is scored: not the warm-up (day 0), and with
+	// at least half the expected samples (one day over the container's
+	// median sampling interval).
+	scored bool
+}
+
+// containerDays splits c's samples into the days of a workload whose first
+// sample is at t0, in order; days without a sample are left out.
+func containerDays(c *Container, t0 time.Time) []containerDay {
+	interval := medianInterval(c.Samples, 5*time.Minute)
+	if interval <= 0 {
+		interval = time.Second
+	}
+	minSamples := float64(Day/interval) / 2
+	var out []containerDay
+	for lo := 0; lo < len(c.Samples); {
+		day := int(c.Samples[lo].Time.Sub(t0) / Day)
+		hi := lo
+		for hi < len(c.Samples) && int(c.Samples[hi].Time.Sub(t0)/Day) == day {
+			hi++
+		}
+		out = append(out, containerDay{day: day, samples: c.Samples[lo:hi], scored: day > 0 && float64(hi-lo) >= minSamples})
+		lo = hi
 	}
 	return out
 }

@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// peaksTrace builds one workload per element of peaks: a container sampled
+// hourly for len(peaks) days whose memory is 100 B except one sample a day at
+// that day's peak.
+func peaksTrace(peaks ...[]float64) *Trace {
+	tr := &Trace{}
+	for i, days := range peaks {
+		n := 24 * len(days)
+		cpu, mem := make([]float64, n), make([]float64, n)
+		for j := range n {
+			cpu[j], mem[j] = 1, 100
+		}
+		for d, p := range days {
+			mem[24*d+12] = p
+		}
+		tr.Workloads = append(tr.Workloads, &Workload{Name: string(rune('a' + i)), Containers: []*Container{hourly(cpu, mem, 0, 0)}})
+	}
+	return tr
+}
+
+func TestBoundsByHand(t *testing.T) {
+	// a: steady peaks of 200 B. b: 200 B, with a jump to 400 B on day 2.
+	// Every day's p95 is 100 B (one sample in 24 is the peak), so a request
+	// r scores slack 1 − 100/r: 0.5 at 200, 0.75 at 400, 0.875 at 800.
+	tr := peaksTrace([]float64{200, 200, 200, 200, 200}, []float64{200, 200, 400, 200, 200})
+	points := Bounds(tr)
+	find := func(rule string, horizon int, margin, penalty float64) BoundPoint {
+		t.Helper()
+		for _, p := range points {
+			if p.Rule == rule && p.Horizon == horizon && p.Margin == margin && p.Penalty == penalty {
+				return p
+			}
+		}
+		t.Fatalf("no %s point at %dd, margin %v, penalty %v", rule, horizon, margin, penalty)
+		return BoundPoint{}
+	}
+	for _, tc := range []struct {
+		name           string
+		got            BoundPoint
+		slack, oomFree float64
+	}{
+		// Days 1–4 of both.
+		{"oracle", find(BoundOracle, 0, 0, 0), (7*0.5 + 0.75) / 8, 1},
+		// b: 200, 200 (OOM), 400, 200.
+		{"recent peak, 1 day, no margin", find(BoundRecentPeak, 1, 0, 0), (7*0.5 + 0.75) / 8, 7.0 / 8},
+		// a: 400 each day; b: 400, 400, 800, 400.
+		{"recent peak, 1 day, margin 1", find(BoundRecentPeak, 1, 1, 0), (7*0.75 + 0.875) / 8, 1},
+		// b: 200, 200 (OOM), 400, 400: the jump is covered one day longer.
+		{"recent peak, 2 days, no margin", find(BoundRecentPeak, 2, 0, 0), (6*0.5 + 2*0.75) / 8, 7.0 / 8},
+		// In hindsight a keeps margin 0. For b, covering day 2 takes margin
+		// 1 (slack 3.125 over its days, against 2.25 and one OOM day at
+		// margin 0): a penalty of 0.5 keeps the OOM day, 1 covers it.
+		{"hindsight, penalty 0.5", find(BoundHindsightMargin, 1, 0, 0.5), (7*0.5 + 0.75) / 8, 7.0 / 8},
+		{"hindsight, penalty 1", find(BoundHindsightMargin, 1, 0, 1), (4*0.5 + 3.125) / 8, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !near(tc.got.MemorySlackMean, tc.slack) || !near(tc.got.OOMFreeFraction, tc.oomFree) || tc.got.WorkloadDays != 8 {
+				t.Errorf("got slack %v, OOM-free %v over %d days; want %v, %v over 8", tc.got.MemorySlackMean, tc.got.OOMFreeFraction,
+					tc.got.WorkloadDays, tc.slack, tc.oomFree)
+			}
+		})
+	}
+
+	leanest := LeanestBound(points, 1)
+	var rules []string
+	for _, p := range leanest {
+		rules = append(rules, p.Rule+" "+p.Setting())
+	}
+	// Fully OOM-free: the recent-peak rule needs margin 1 and is leanest
+	// with 1 day; hindsight at the first horizon and penalty that covers b.
+	if got, want := strings.Join(rules, "; "), "oracle each day's peak; recent-peak 1d, margin 1; hindsight-margin 1d, penalty 1"; got != want {
+		t.Errorf("leanest fully OOM-free settings: %s, want %s", got, want)
+	}
+
+	var csv bytes.Buffer
+	if err := WriteBoundsCSV(&csv, points[:2]); err != nil {
+		t.Fatal(err)
+	}
+	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,oom_free_fraction\n" +
+		"oracle,0,0,0,8,0.5312,1.0000\n" +
+		"recent-peak,1,0,0,8,0.5312,0.8750\n"
+	if csv.String() != want {
+		t.Errorf("bounds.csv:\n%s\nwant:\n%s", csv.String(), want)
+	}
+}
+
+func TestBoundsSkipDaysWithoutHistory(t *testing.T) {
+	// A container whose samples start on day 1 of its workload: its first
+	// day is scored in a replay but has no earlier day to go on.
+	tr := peaksTrace([]float64{200, 200, 200})
+	late := peaksTrace([]float64{300, 300}).Workloads[0].Containers[0]
+	late.Name = "late"
+	for i := range late.Samples {
+		late.Samples[i].Time = late.Samples[i].Time.Add(Day)
+	}
+	tr.Workloads[0].Containers = append(tr.Workloads[0].Containers, late)
+	for _, p := range Bounds(tr) {
+		// Days 1 and 2 of the first container, day 2 of the late one.
+		if p.WorkloadDays != 3 {
+			t.Errorf("%s %s: %d days, want 3", p.Rule, p.Setting(), p.WorkloadDays)
+		}
+	}
+}
