@@ -36,9 +36,10 @@ type BoundPoint struct {
 	Margin, Penalty float64
 	// WorkloadDays is the number of scored days the rule had an earlier
 	// day to go on for.
-	WorkloadDays    int
-	MemorySlackMean float64
-	OOMFreeFraction float64
+	WorkloadDays      int
+	MemorySlackMean   float64
+	MemorySlackMedian float64
+	OOMFreeFraction   float64
 }
 
 // BoundHorizons, BoundMargins and BoundPenalties are the settings Bounds
@@ -102,22 +103,19 @@ func Bounds(trace *Trace) []BoundPoint {
 		}
 	}
 
-	var out []BoundPoint
-	oracle := BoundPoint{Rule: BoundOracle}
+	// The oracle's request is the day's own peak: the days the other rules
+	// score (those with an earlier day) at margin 0 over that peak.
+	var own [][]boundOutcome
 	for _, days := range containers {
+		var os []boundOutcome
 		for i, d := range days {
-			// The days the other rules score: those with an earlier day.
 			if d.scored && i > 0 {
-				oracle.WorkloadDays++
-				oracle.MemorySlackMean += slack(d.peak, d.p95)
+				os = append(os, boundOutcome{level: d.peak, peak: d.peak, p95: d.p95})
 			}
 		}
+		own = append(own, os)
 	}
-	if oracle.WorkloadDays > 0 {
-		oracle.MemorySlackMean /= float64(oracle.WorkloadDays)
-		oracle.OOMFreeFraction = 1
-	}
-	out = append(out, oracle)
+	out := []BoundPoint{scoreBound(BoundPoint{Rule: BoundOracle}, own, func(int) float64 { return 0 })}
 
 	hindsightMargins := make([]float64, 301)
 	for i := range hindsightMargins {
@@ -125,40 +123,25 @@ func Bounds(trace *Trace) []BoundPoint {
 	}
 	for _, h := range BoundHorizons {
 		outcomes := make([][]boundOutcome, len(containers))
-		n := 0
 		for ci, days := range containers {
 			outcomes[ci] = recentPeakOutcomes(days, h)
-			n += len(outcomes[ci])
-		}
-		if n == 0 {
-			continue
 		}
 		for _, m := range BoundMargins {
-			p := BoundPoint{Rule: BoundRecentPeak, Horizon: h, Margin: m, WorkloadDays: n}
-			ooms := 0
-			for _, os := range outcomes {
-				for _, o := range os {
-					s, oom := o.score(m)
-					p.MemorySlackMean += s
-					if oom {
-						ooms++
-					}
-				}
-			}
-			p.MemorySlackMean /= float64(n)
-			p.OOMFreeFraction = 1 - float64(ooms)/float64(n)
-			out = append(out, p)
+			out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Margin: m}, outcomes, func(int) float64 { return m }))
 		}
-		// Each container's total slack and OOM days at every margin.
-		slacks := make([][]float64, len(containers))
+		// Each container's cost and OOM days at every margin. The cost counts
+		// a day's slack as at least 0: the mean slack is unbounded below, and
+		// a margin that leaves a day far under its usage must not look cheap
+		// for that.
+		costs := make([][]float64, len(containers))
 		ooms := make([][]int, len(containers))
 		for ci, os := range outcomes {
-			slacks[ci] = make([]float64, len(hindsightMargins))
+			costs[ci] = make([]float64, len(hindsightMargins))
 			ooms[ci] = make([]int, len(hindsightMargins))
 			for mi, m := range hindsightMargins {
 				for _, o := range os {
 					s, oom := o.score(m)
-					slacks[ci][mi] += s
+					costs[ci][mi] += max(s, 0)
 					if oom {
 						ooms[ci][mi]++
 					}
@@ -166,27 +149,44 @@ func Bounds(trace *Trace) []BoundPoint {
 			}
 		}
 		for _, penalty := range BoundPenalties {
-			p := BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Penalty: penalty, WorkloadDays: n}
-			totalOOMs := 0
+			best := make([]float64, len(containers))
 			for ci := range outcomes {
-				if len(outcomes[ci]) == 0 {
-					continue
-				}
-				best := 0
+				b := 0
 				for mi := range hindsightMargins {
-					if slacks[ci][mi]+penalty*float64(ooms[ci][mi]) < slacks[ci][best]+penalty*float64(ooms[ci][best]) {
-						best = mi
+					if costs[ci][mi]+penalty*float64(ooms[ci][mi]) < costs[ci][b]+penalty*float64(ooms[ci][b]) {
+						b = mi
 					}
 				}
-				p.MemorySlackMean += slacks[ci][best]
-				totalOOMs += ooms[ci][best]
+				best[ci] = hindsightMargins[b]
 			}
-			p.MemorySlackMean /= float64(n)
-			p.OOMFreeFraction = 1 - float64(totalOOMs)/float64(n)
-			out = append(out, p)
+			out = append(out, scoreBound(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Penalty: penalty}, outcomes,
+				func(ci int) float64 { return best[ci] }))
 		}
 	}
 	return out
+}
+
+// scoreBound fills p's scores from the outcomes of every container, the
+// request of container ci being its level times (1 + margin(ci)).
+func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci int) float64) BoundPoint {
+	var slacks []float64
+	ooms := 0
+	for ci, os := range outcomes {
+		for _, o := range os {
+			s, oom := o.score(margin(ci))
+			slacks = append(slacks, s)
+			if oom {
+				ooms++
+			}
+		}
+	}
+	p.WorkloadDays = len(slacks)
+	if len(slacks) > 0 {
+		p.MemorySlackMean = mean(slacks)
+		p.MemorySlackMedian = median(slacks)
+		p.OOMFreeFraction = 1 - float64(ooms)/float64(len(slacks))
+	}
+	return p
 }
 
 // recentPeakOutcomes returns, for every scored day of one container that has
@@ -245,14 +245,14 @@ func BoundFront(points []BoundPoint, rule string) []BoundPoint {
 // WriteBoundsCSV writes one row per point.
 func WriteBoundsCSV(w io.Writer, points []BoundPoint) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "oom_free_fraction"}); err != nil {
+	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, p := range points {
 		if err := cw.Write([]string{p.Rule, strconv.Itoa(p.Horizon), g(p.Margin), g(p.Penalty), strconv.Itoa(p.WorkloadDays),
-			f(p.MemorySlackMean), f(p.OOMFreeFraction)}); err != nil {
+			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction)}); err != nil {
 			return err
 		}
 	}

@@ -83,9 +83,9 @@ func TestBoundsByHand(t *testing.T) {
 	if err := WriteBoundsCSV(&csv, points[:2]); err != nil {
 		t.Fatal(err)
 	}
-	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,oom_free_fraction\n" +
-		"oracle,0,0,0,8,0.5312,1.0000\n" +
-		"recent-peak,1,0,0,8,0.5312,0.8750\n"
+	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,memory_slack_median,oom_free_fraction\n" +
+		"oracle,0,0,0,8,0.5312,0.5000,1.0000\n" +
+		"recent-peak,1,0,0,8,0.5312,0.5000,0.8750\n"
 	if csv.String() != want {
 		t.Errorf("bounds.csv:\n%s\nwant:\n%s", csv.String(), want)
 	}
@@ -105,6 +105,28 @@ func TestBoundsSkipDaysWithoutHistory(t *testing.T) {
 		// Days 1 and 2 of the first container, day 2 of the late one.
 		if p.WorkloadDays != 3 {
 			t.Errorf("%s %s: %d days, want 3", p.Rule, p.Setting(), p.WorkloadDays)
+		}
+	}
+}
+
+func TestBoundsHindsightDoesNotBuyNegativeSlack(t *testing.T) {
+	// Day 1 runs at 1000 B all day after a day at 100 B: under any margin it
+	// is an OOM day, with slack far below 0 (−9 at margin 0, −5.7 at 0.5).
+	// Day 2 peaks at 1500 B once: margin 0.5 over day 1's 1000 B covers it.
+	mem := make([]float64, 72)
+	for i := range mem {
+		mem[i] = 100
+		if i >= 24 && i < 48 {
+			mem[i] = 1000
+		}
+	}
+	mem[60] = 1500
+	tr := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{hourly(make([]float64, 72), mem, 0, 0)}}}}
+	for _, p := range Bounds(tr) {
+		// Summing slack as is, margin 0 would look cheaper (−8.1 and two
+		// OOM days against −4.7 and one) and keep day 2's OOM.
+		if p.Rule == BoundHindsightMargin && p.Horizon == 1 && p.Penalty == 1 && p.OOMFreeFraction != 0.5 {
+			t.Errorf("hindsight margin at penalty 1: OOM-free %v, want 0.5 (only day 1)", p.OOMFreeFraction)
 		}
 	}
 }

@@ -275,9 +275,9 @@ const BoundsGoal = 0.95
 func printBounds(w io.Writer, points []BoundPoint) {
 	fmt.Fprintf(w, "\nreference rules (the trace's own daily peaks; no model, updater or OOM feedback), leanest with >= %.0f%% OOM-free days:\n", 100*BoundsGoal)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rule\tsetting\tdays\tmem slack mean\tOOM-free\t")
+	fmt.Fprintln(tw, "rule\tsetting\tdays\tmem slack mean\tmedian\tOOM-free\t")
 	for _, p := range LeanestBound(points, BoundsGoal) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.1f%%\t\n", p.Rule, p.Setting(), p.WorkloadDays, p.MemorySlackMean, 100*p.OOMFreeFraction)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.1f%%\t\n", p.Rule, p.Setting(), p.WorkloadDays, p.MemorySlackMean, p.MemorySlackMedian, 100*p.OOMFreeFraction)
 	}
 	tw.Flush()
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -152,6 +153,45 @@ func TestAdaptiveDefaultsOnBothTraces(t *testing.T) {
 			// percentile estimator's only by when updates happen.
 			if math.Abs(a.CPUShortfallMean-tc.adaptive.cpuShortfall) > 0.0005 {
 				t.Errorf("adaptive CPU shortfall %.4f, want %.4f (percentile's %.4f)", a.CPUShortfallMean, tc.adaptive.cpuShortfall, sums[estimator.PercentileName].CPUShortfallMean)
+			}
+		})
+	}
+}
+
+// TestBoundsOnBothTraces pins the reference rules docs/replay.md reports:
+// the leanest setting of each with at least 95% OOM-free days.
+func TestBoundsOnBothTraces(t *testing.T) {
+	tests := map[string]struct {
+		file string
+		want []string
+	}{
+		"development": {file: devTraceFile, want: []string{
+			"oracle each day's peak: 1303 days, slack 0.545 (median 0.560), 100.0% OOM-free",
+			"recent-peak 4d, margin 0.3: 1303 days, slack 0.701 (median 0.744), 95.2% OOM-free",
+			"hindsight-margin 1d, penalty 5: 1303 days, slack 0.665 (median 0.786), 95.0% OOM-free",
+		}},
+		"holdout": {file: holdoutTraceFile, want: []string{
+			"oracle each day's peak: 1338 days, slack 0.538 (median 0.560), 100.0% OOM-free",
+			"recent-peak 3d, margin 1: 1338 days, slack 0.683 (median 0.847), 95.6% OOM-free",
+			"hindsight-margin 2d, penalty 1.5: 1338 days, slack 0.480 (median 0.806), 95.1% OOM-free",
+		}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tr, err := OpenTrace(sharedTrace(t, tc.file), FormatBitbrains)
+			if err != nil {
+				t.Fatal(err)
+			}
+			leanest := LeanestBound(Bounds(tr), BoundsGoal)
+			if len(leanest) != len(tc.want) {
+				t.Fatalf("%d rules reach %v OOM-free days, want %d: %+v", len(leanest), BoundsGoal, len(tc.want), leanest)
+			}
+			for i, p := range leanest {
+				got := fmt.Sprintf("%s %s: %d days, slack %.3f (median %.3f), %.1f%% OOM-free", p.Rule, p.Setting(), p.WorkloadDays,
+					p.MemorySlackMean, p.MemorySlackMedian, 100*p.OOMFreeFraction)
+				if got != tc.want[i] {
+					t.Errorf("got  %s\nwant %s", got, tc.want[i])
+				}
 			}
 		})
 	}
