@@ -12,8 +12,8 @@ import (
 // and the hindsight and oracle rules also read the future.
 const (
 	// BoundRecentPeak requests the highest daily peak of the last H days
-	// times (1 + m), one margin m for every container: the rule every
-	// history-based memory estimator approximates.
+	// times (1 + m), one margin m for every container: the rule that
+	// memory estimators sizing from past peaks approximate.
 	BoundRecentPeak = "recent-peak"
 	// BoundHindsightMargin is the same rule with each container's own
 	// margin, chosen knowing all of its days: the most that adapting the
@@ -42,6 +42,17 @@ type BoundPoint struct {
 	OOMFreeFraction   float64
 }
 
+// Setting names the point's setting, as in bounds.csv.
+func (p BoundPoint) Setting() string {
+	switch p.Rule {
+	case BoundRecentPeak:
+		return fmt.Sprintf("%dd, margin %g", p.Horizon, p.Margin)
+	case BoundHindsightMargin:
+		return fmt.Sprintf("%dd, penalty %g", p.Horizon, p.Penalty)
+	}
+	return "each day's peak"
+}
+
 // BoundHorizons, BoundMargins and BoundPenalties are the settings Bounds
 // scores; hindsight margins are picked from 0 to 3 in steps of 0.01.
 var (
@@ -55,17 +66,6 @@ type dayPeak struct {
 	day       int
 	peak, p95 float64
 	scored    bool
-}
-
-// Setting names the point's setting, as in bounds.csv.
-func (p BoundPoint) Setting() string {
-	switch p.Rule {
-	case BoundRecentPeak:
-		return fmt.Sprintf("%dd, margin %g", p.Horizon, p.Margin)
-	case BoundHindsightMargin:
-		return fmt.Sprintf("%dd, penalty %g", p.Horizon, p.Penalty)
-	}
-	return "each day's peak"
 }
 
 // boundOutcome is how a request of level·(1 + margin) fares on one scored
