@@ -292,6 +292,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		defer wg.Wait()
 		wg.Go(func() { hist.Run(ctx) })
 	}
+	modelCfg := o.ModelConfig()
 	rec := loop.New(loop.Config{
 		RecommenderName:          o.RecommenderName,
 		Namespaces:               nsFilter,
@@ -302,7 +303,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		MinCheckpoints:           o.MinCheckpoints,
 		Workers:                  o.UpdateWorkerCount,
 		PerVPAConfig:             o.FeatureGates.Enabled(features.PerVPAConfig),
-		Model:                    &o.Model,
+		Model:                    &modelCfg,
 		StatusWritesPerLoop:      loop.WritesPerInterval(o.Client.QPS, o.Client.Burst, o.RecommenderInterval),
 	}, loop.Deps{
 		VPAs:        inf.VPALister,

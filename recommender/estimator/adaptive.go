@@ -14,8 +14,13 @@ import (
 const AdaptiveName = "adaptive"
 
 // AdaptiveConfig holds the tunables of the Adaptive estimator's memory
-// recommendation; CPU follows the percentile chain of Config.
+// recommendation and its CPU target percentile; the rest of its CPU
+// recommendation is the percentile chain of Config.
 type AdaptiveConfig struct {
+	// CPUTargetPercentile replaces Config.TargetCPUPercentile. Memory
+	// requests that hold for days also hold the CPU request they were set
+	// with, so CPU is targeted higher than the percentile chain's P90.
+	CPUTargetPercentile float64
 	// MemoryHorizons are the arms' horizons: an arm covers the highest
 	// memory peak of roughly this much recent history.
 	MemoryHorizons []time.Duration
@@ -56,6 +61,7 @@ type AdaptiveConfig struct {
 func DefaultAdaptiveConfig() AdaptiveConfig {
 	day := 24 * time.Hour
 	return AdaptiveConfig{
+		CPUTargetPercentile:      0.93,
 		MemoryHorizons:           []time.Duration{day, 2 * day, 4 * day, 7 * day, 14 * day, 28 * day},
 		MemoryMargins:            []float64{0, 0.1, 0.2, 0.3, 0.5},
 		MemoryOverrunCost:        256,
@@ -73,6 +79,9 @@ func DefaultAdaptiveConfig() AdaptiveConfig {
 // Validate reports every invalid field.
 func (c AdaptiveConfig) Validate() error {
 	var errs []error
+	if !(c.CPUTargetPercentile > 0 && c.CPUTargetPercentile <= 1) {
+		errs = append(errs, fmt.Errorf("adaptive CPU target percentile must be in (0, 1], got %v", c.CPUTargetPercentile))
+	}
 	if len(c.MemoryHorizons) == 0 || len(c.MemoryMargins) == 0 {
 		errs = append(errs, errors.New("adaptive memory horizons and margins must not be empty"))
 	}
@@ -121,7 +130,9 @@ var _ Estimator = (*Adaptive)(nil)
 
 // NewAdaptive returns the Adaptive estimator.
 func NewAdaptive(cfg Config, adaptive AdaptiveConfig) *Adaptive {
-	return &Adaptive{cfg: cfg, adaptive: adaptive, percentile: NewPercentile(cfg)}
+	cpu := cfg
+	cpu.TargetCPUPercentile = adaptive.CPUTargetPercentile
+	return &Adaptive{cfg: cfg, adaptive: adaptive, percentile: NewPercentile(cpu)}
 }
 
 // Name returns AdaptiveName.

@@ -180,14 +180,22 @@ func TestAdaptiveMemoryEstimate(t *testing.T) {
 	}
 }
 
-func TestAdaptiveKeepsPercentileCPUAndRestoresFromCheckpoint(t *testing.T) {
+// TestAdaptiveCPUAndRestoresFromCheckpoint checks that CPU is the percentile
+// chain with the adaptive CPU target percentile (0.93, not 0.9) and the same
+// bounds, and that memory restores from a checkpoint.
+func TestAdaptiveCPUAndRestoresFromCheckpoint(t *testing.T) {
 	a := model.NewAggregateState(nil, time.Unix(0, 0))
 	c := model.NewContainerState(a)
 	start := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	var end time.Time
 	for i := range 3 * 24 * 60 {
 		end = start.Add(time.Duration(i) * time.Minute)
-		c.AddCPUSample(end, 300)
+		// 92% of the time 300m, 8% 1000m: P90 is 300m's bucket, P93 1000m's.
+		cpu := model.ResourceAmount(300)
+		if i%100 >= 92 {
+			cpu = 1000
+		}
+		c.AddCPUSample(end, cpu)
 		mem := 2e9
 		if i == 36*60 {
 			mem = 3e9
@@ -197,9 +205,16 @@ func TestAdaptiveKeepsPercentileCPUAndRestoresFromCheckpoint(t *testing.T) {
 	aggs := map[string]*model.AggregateState{"app": a}
 	est := NewAdaptive(DefaultConfig(), DefaultAdaptiveConfig())
 	pct := NewPercentile(DefaultConfig()).Recommend(aggs, nil, nil).Containers[0]
+	p93 := DefaultConfig()
+	p93.TargetCPUPercentile = 0.93
+	pct93 := NewPercentile(p93).Recommend(aggs, nil, nil).Containers[0]
 	got := est.Recommend(aggs, nil, nil).Containers[0]
-	if !pct.Target.Cpu().Equal(*got.Target.Cpu()) || !pct.LowerBound.Cpu().Equal(*got.LowerBound.Cpu()) || !pct.UpperBound.Cpu().Equal(*got.UpperBound.Cpu()) {
-		t.Errorf("CPU differs: percentile %v, adaptive %v", pct, got)
+	if pct.Target.Cpu().Equal(*pct93.Target.Cpu()) {
+		t.Fatalf("the samples do not tell P90 (%v) from P93 (%v)", pct.Target.Cpu(), pct93.Target.Cpu())
+	}
+	if !pct93.Target.Cpu().Equal(*got.Target.Cpu()) || !pct.LowerBound.Cpu().Equal(*got.LowerBound.Cpu()) || !pct.UpperBound.Cpu().Equal(*got.UpperBound.Cpu()) {
+		t.Errorf("CPU: adaptive %v; want the P93 target %v and percentile's bounds %v, %v",
+			got, pct93.Target.Cpu(), pct.LowerBound.Cpu(), pct.UpperBound.Cpu())
 	}
 	// The estimator needs nothing but the histograms: a checkpoint (without
 	// the open window, as the recommender writes it at a window's end)

@@ -3,6 +3,7 @@ package estimator
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"testing"
 	"time"
 
@@ -302,5 +303,25 @@ func TestNewUnknownEstimator(t *testing.T) {
 	bad.TargetCPUPercentile = 2
 	if _, err := New(PercentileName, Options{Config: bad, Peak: DefaultPeakConfig()}); err == nil {
 		t.Errorf("New with percentile 2 succeeded")
+	}
+	for _, p := range []float64{0, 0.97} {
+		o := DefaultOptions()
+		o.Adaptive.CPUTargetPercentile = p
+		if _, err := New(AdaptiveName, o); err == nil {
+			t.Errorf("New(adaptive) with CPU target percentile %v (upper bound %v) succeeded", p, o.Config.UpperBoundCPUPercentile)
+		}
+	}
+}
+
+func TestModelConfig(t *testing.T) {
+	for name, want := range map[string]bool{"": false, PercentileName: false, PeakName: true, AdaptiveName: true} {
+		got := ModelConfig(name, *model.DefaultConfig())
+		if got.ReplaceZeroPeak != want {
+			t.Errorf("ModelConfig(%q).ReplaceZeroPeak = %v, want %v", name, got.ReplaceZeroPeak, want)
+		}
+		got.ReplaceZeroPeak = false
+		if !reflect.DeepEqual(got, *model.DefaultConfig()) {
+			t.Errorf("ModelConfig(%q) changed more than ReplaceZeroPeak: %+v", name, got)
+		}
 	}
 }

@@ -3,6 +3,8 @@ package estimator
 import (
 	"fmt"
 	"strings"
+
+	"github.com/openvpa/openvpa/recommender/model"
 )
 
 // Options holds the configuration of every estimator, for building one by
@@ -42,7 +44,23 @@ func New(name string, o Options) (Estimator, error) {
 		if err := o.Adaptive.Validate(); err != nil {
 			return nil, err
 		}
+		if t, u := o.Adaptive.CPUTargetPercentile, o.Config.UpperBoundCPUPercentile; t > u {
+			return nil, fmt.Errorf("adaptive CPU target percentile %v is above the CPU upper bound percentile %v: the target would sit above its own upper bound and every pod would be updated", t, u)
+		}
 		return NewAdaptive(o.Config, o.Adaptive), nil
 	}
 	return nil, fmt.Errorf("unknown estimator %q (known: %s)", name, strings.Join(Names(), ", "))
+}
+
+// ModelConfig returns the model configuration the estimator called name runs
+// on. The percentile chain gets cfg as it is, upstream's window rules
+// included, so that its numbers equal upstream's. The others, whose numbers
+// are their own, get ReplaceZeroPeak: under upstream's rule a window whose
+// first sample reads 0 bytes drops every later sample and OOM kill, and a
+// container killed in such a window keeps its request until the next window.
+func ModelConfig(name string, cfg model.Config) model.Config {
+	if name != PercentileName && name != "" {
+		cfg.ReplaceZeroPeak = true
+	}
+	return cfg
 }

@@ -47,6 +47,11 @@ type Config struct {
 	OOMBumpUpRatio float64
 	// OOMMinBumpUpBytes is the smallest increase after an OOM kill, in bytes.
 	OOMMinBumpUpBytes float64
+	// ReplaceZeroPeak lets a later, larger sample or OOM kill replace a
+	// window peak of 0 bytes. Upstream keeps the 0 and drops every later
+	// sample and kill of that window; false (the default) does the same, so
+	// that numbers equal upstream's.
+	ReplaceZeroPeak bool
 }
 
 // DefaultConfig returns the configuration equal to upstream's defaults.

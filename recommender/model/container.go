@@ -64,7 +64,7 @@ func (c *ContainerState) AddMemorySample(t time.Time, usage ResourceAmount) bool
 
 // addMemory keeps one peak per window in the aggregate. Inside the current
 // window a larger value replaces the peak (subtract the old, add the new),
-// except when the peak so far is 0. At or past the window end, the window
+// except when the peak so far is 0 and the Config does not ReplaceZeroPeak. At or past the window end, the window
 // moves forward by whole intervals to cover t and the value starts a new peak.
 func (c *ContainerState) addMemory(t time.Time, usage ResourceAmount, oom bool) bool {
 	if usage < 0 || (!oom && t.Before(c.lastMemorySampleStart)) {
@@ -76,7 +76,7 @@ func (c *ContainerState) addMemory(t time.Time, usage ResourceAmount, oom bool) 
 	}
 	add := false
 	if t.Before(c.WindowEnd) {
-		if old := c.MaxMemoryPeak(); old != 0 && usage > old {
+		if old := c.MaxMemoryPeak(); (old != 0 || c.aggregate.config.ReplaceZeroPeak) && usage > old {
 			c.aggregate.subtractMemoryPeak(c.WindowEnd, old)
 			add = true
 		}

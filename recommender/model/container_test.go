@@ -22,6 +22,7 @@ func TestRecordOOM(t *testing.T) {
 	tests := map[string]struct {
 		cfg      *Config
 		usage    ResourceAmount // memory sample at testStart, if > 0
+		zero     bool           // a memory sample of 0 bytes at testStart
 		ooms     []oom
 		wantPeak ResourceAmount
 	}{
@@ -64,6 +65,17 @@ func TestRecordOOM(t *testing.T) {
 			},
 			wantPeak: 2400 * mib,
 		},
+		"upstream: an OOM in a window whose first sample read 0 is dropped": {
+			zero:     true,
+			ooms:     []oom{{at: time.Minute, request: 1000 * mib}},
+			wantPeak: 0,
+		},
+		"ReplaceZeroPeak: an OOM in a window whose first sample read 0 is recorded": {
+			cfg:      replacingZeroPeaks(),
+			zero:     true,
+			ooms:     []oom{{at: time.Minute, request: 1000 * mib}},
+			wantPeak: 1200 * mib,
+		},
 		"per-VPA ratio and minimum": {
 			cfg: DefaultConfig().ForPolicy(&vpav1.ContainerResourcePolicy{
 				OOMBumpUpRatio: ptr(resource.MustParse("2")),
@@ -77,7 +89,7 @@ func TestRecordOOM(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			agg := NewAggregateState(tc.cfg, testStart)
 			c := NewContainerState(agg)
-			if tc.usage > 0 {
+			if tc.usage > 0 || tc.zero {
 				if !c.AddMemorySample(testStart, tc.usage) {
 					t.Fatal("memory sample rejected")
 				}
@@ -105,6 +117,13 @@ func TestRecordOOM(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// replacingZeroPeaks returns the default Config with ReplaceZeroPeak.
+func replacingZeroPeaks() *Config {
+	c := DefaultConfig()
+	c.ReplaceZeroPeak = true
+	return c
+}
 
 func TestMemoryWindows(t *testing.T) {
 	type sample struct {
@@ -153,10 +172,17 @@ func TestMemoryWindows(t *testing.T) {
 			samples:       []sample{{0, -1, false}},
 			wantWindowEnd: -1,
 		},
-		"a window whose first peak is 0 keeps 0": {
+		"upstream: a window whose first peak is 0 keeps 0": {
 			samples:       []sample{{0, 0, true}, {time.Hour, 300 * mib, true}},
 			wantWindowEnd: 24 * time.Hour,
 			wantPeak:      0,
+			wantPeaks:     1,
+		},
+		"ReplaceZeroPeak: a larger sample replaces a peak of 0": {
+			cfg:           replacingZeroPeaks(),
+			samples:       []sample{{0, 0, true}, {time.Hour, 300 * mib, true}, {2 * time.Hour, 200 * mib, true}},
+			wantWindowEnd: 24 * time.Hour,
+			wantPeak:      300 * mib,
 			wantPeaks:     1,
 		},
 		"per-VPA interval": {

@@ -47,7 +47,7 @@ func TestRunCommand(t *testing.T) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		t.Fatal(err)
 	}
-	wantKeys := "changes_per_day_mean,changes_per_day_p99,cpu_shortfall_mean,cpu_slack_mean,cpu_slack_median,memory_slack_mean,memory_slack_median,oom_episodes,oom_events_per_day_mean,oom_free_fraction,recovery_hours_mean,recovery_hours_p90,unrecorded_oom_events_per_day_mean,workload_days"
+	wantKeys := "changes_per_day_mean,changes_per_day_p99,cpu_shortfall_mean,cpu_slack_mean,cpu_slack_median,memory_slack_mean,memory_slack_median,oom_episodes,oom_events_per_day_mean,oom_free_fraction,oom_free_std_err,recovery_hours_mean,recovery_hours_p90,unrecorded_oom_events_per_day_mean,workload_days"
 	for _, top := range []string{"estimator", "provisioned"} {
 		var keys []string
 		for k := range sum[top] {

@@ -14,6 +14,13 @@ type Summary struct {
 	MemorySlackMean   float64 `json:"memory_slack_mean"`
 	MemorySlackMedian float64 `json:"memory_slack_median"`
 	OOMFreeFraction   float64 `json:"oom_free_fraction"`
+	// OOMFreeStdErr is the standard error of OOMFreeFraction when workloads
+	// are the sampled unit: days of one workload are not independent, and a
+	// new set of workloads is what a setting chosen on a trace meets next.
+	// It is the ratio estimator's (W/(W−1) · Σ_w (f_w − p·n_w)²)^½ / Σ_w n_w
+	// over the W workloads with n_w scored and f_w OOM-free days; 0 with
+	// fewer than two workloads.
+	OOMFreeStdErr     float64 `json:"oom_free_std_err"`
 	CPUShortfallMean  float64 `json:"cpu_shortfall_mean"`
 	ChangesPerDayMean float64 `json:"changes_per_day_mean"`
 	ChangesPerDayP99  float64 `json:"changes_per_day_p99"`
@@ -36,10 +43,23 @@ type Summary struct {
 func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 	var cpuSlack, memSlack, shortfall, changes, ooms, unrecorded, recoveries []float64
 	oomFree := 0
+	type tally struct{ days, free float64 }
+	var workloads []tally
+	index := map[string]int{}
 	for i := range days {
 		s := score(&days[i])
 		if s == nil {
 			continue
+		}
+		wi, ok := index[days[i].Workload]
+		if !ok {
+			wi = len(workloads)
+			index[days[i].Workload] = wi
+			workloads = append(workloads, tally{})
+		}
+		workloads[wi].days++
+		if s.OOMSamples == 0 {
+			workloads[wi].free++
 		}
 		cpuSlack = append(cpuSlack, s.CPUSlack)
 		memSlack = append(memSlack, s.MemorySlack)
@@ -72,6 +92,14 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		OOMEventsPerDayMean:           mean(ooms),
 		UnrecordedOOMEventsPerDayMean: mean(unrecorded),
 		OOMEpisodes:                   len(recoveries),
+	}
+	if w := float64(len(workloads)); w > 1 {
+		p, ss := sum.OOMFreeFraction, 0.0
+		for _, t := range workloads {
+			d := t.free - p*t.days
+			ss += d * d
+		}
+		sum.OOMFreeStdErr = math.Sqrt(w/(w-1)*ss) / float64(n)
 	}
 	if len(recoveries) > 0 {
 		sum.RecoveryHoursMean = mean(recoveries)

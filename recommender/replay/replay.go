@@ -26,7 +26,8 @@ const (
 
 // Options configures a replay.
 type Options struct {
-	// Model is the recommender's model configuration (nil: defaults).
+	// Model is the recommender's model configuration (nil: defaults); each
+	// estimator runs on estimator.ModelConfig of it, as in the recommender.
 	Model *model.Config
 	// Estimators are replayed side by side over the same model state; the
 	// first one is the primary (its timelines are kept for the plots).
@@ -43,9 +44,9 @@ type Options struct {
 	// ZeroMemoryAsMissing leaves memory samples of 0 bytes out of the model
 	// (they are still scored): a running container never reports 0 bytes to
 	// metrics-server, so a 0 in a trace is a missing reading. Fed to the
-	// model, a window whose first sample reads 0 keeps 0 as its peak and
-	// drops the rest of its samples and any OOM kill in it (upstream's
-	// rule).
+	// model under upstream's rule (the percentile estimator's), a window
+	// whose first sample reads 0 keeps 0 as its peak and drops the rest of
+	// its samples and any OOM kill in it.
 	ZeroMemoryAsMissing bool
 	// Progress, when set, is called after each workload.
 	Progress func(done, total int)
@@ -204,14 +205,17 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 		rule = DefaultUpdateRule()
 	}
 	res := &Result{HasProvisioned: trace.HasRequests}
-	for _, e := range opts.Estimators {
+	cfgs := make([]*model.Config, len(opts.Estimators))
+	for i, e := range opts.Estimators {
 		res.Estimators = append(res.Estimators, e.Name())
+		c := estimator.ModelConfig(e.Name(), *cfg)
+		cfgs[i] = &c
 	}
 	for i, w := range trace.Workloads {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		days, tl := replayWorkload(w, trace.HasRequests, cfg, opts.Estimators, rule, opts.OOMFeedback, opts.ZeroMemoryAsMissing)
+		days, tl := replayWorkload(w, trace.HasRequests, cfgs, opts.Estimators, rule, opts.OOMFeedback, opts.ZeroMemoryAsMissing)
 		res.Days = append(res.Days, days...)
 		res.Workloads = append(res.Workloads, tl)
 		if opts.Progress != nil {
@@ -221,11 +225,11 @@ func Replay(ctx context.Context, trace *Trace, opts Options) (*Result, error) {
 	return res, nil
 }
 
-func replayWorkload(w *Workload, provisioned bool, cfg *model.Config, ests []estimator.Estimator, rule UpdateRule, feedback, zeroMissing bool) ([]DayScore, *Timeline) {
+func replayWorkload(w *Workload, provisioned bool, cfgs []*model.Config, ests []estimator.Estimator, rule UpdateRule, feedback, zeroMissing bool) ([]DayScore, *Timeline) {
 	t0, end := w.Start(), w.End()
 	all := make([]*series, len(ests))
 	for i, e := range ests {
-		all[i] = newSeries(e, w, cfg, t0)
+		all[i] = newSeries(e, w, cfgs[i], t0)
 	}
 	tl := &Timeline{Workload: w.Name, Containers: w.Containers}
 	for _, c := range w.Containers {

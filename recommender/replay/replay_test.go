@@ -197,11 +197,59 @@ func TestQuantiles(t *testing.T) {
 	}
 }
 
+func TestOOMFreeStdErr(t *testing.T) {
+	// day builds a scored day of workload w, OOM-free unless oom.
+	day := func(w string, oom bool) DayScore {
+		s := Score{}
+		if oom {
+			s.OOMSamples = 1
+		}
+		return DayScore{Workload: w, Scores: []Score{s}}
+	}
+	tests := map[string]struct {
+		days         []DayScore
+		wantFraction float64
+		wantStdErr   float64
+	}{
+		// p = 3/5; residuals f_w − p·n_w: 2 − 1.2, 0 − 1.2, 1 − 0.6; their
+		// squares sum to 2.24; (3/2 · 2.24)^½ / 5.
+		"three workloads": {
+			days:         []DayScore{day("a", false), day("a", false), day("b", true), day("b", true), day("c", false)},
+			wantFraction: 0.6, wantStdErr: math.Sqrt(1.5*2.24) / 5,
+		},
+		"one workload has no spread to measure": {
+			days:         []DayScore{day("a", false), day("a", true)},
+			wantFraction: 0.5, wantStdErr: 0,
+		},
+		"workloads alike": {
+			days:         []DayScore{day("a", false), day("a", true), day("b", true), day("b", false)},
+			wantFraction: 0.5, wantStdErr: 0,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s := Summarize(tc.days, func(d *DayScore) *Score { return &d.Scores[0] })
+			if !near(s.OOMFreeFraction, tc.wantFraction) || !near(s.OOMFreeStdErr, tc.wantStdErr) {
+				t.Errorf("OOM-free %v ± %v, want %v ± %v", s.OOMFreeFraction, s.OOMFreeStdErr, tc.wantFraction, tc.wantStdErr)
+			}
+		})
+	}
+}
+
 // edgeEstimator recommends the highest memory peak (its bucket's upper
 // edge) with bounds [target/2, 2·target], and 1.5 cores [1, 2].
 type edgeEstimator struct{}
 
 func (edgeEstimator) Name() string { return "edge" }
+
+// namedEdge is edgeEstimator under another estimator's name, so that it runs
+// on that estimator's model configuration (estimator.ModelConfig).
+type namedEdge struct {
+	edgeEstimator
+	name string
+}
+
+func (e namedEdge) Name() string { return e.name }
 
 func (edgeEstimator) Recommend(aggs map[string]*model.AggregateState, _ *vpav1.PodResourcePolicy, _ map[string]string) estimator.Result {
 	var res estimator.Result
@@ -336,9 +384,10 @@ func TestReplayOOMFeedbackNeedsARequest(t *testing.T) {
 func TestReplayZeroMemoryAsMissing(t *testing.T) {
 	// Hourly samples of 400Mi (provisioned 1000Mi), except that day 1's
 	// memory window (from 24h) opens with a reading of 0 bytes, and a spike
-	// of 1200Mi at 30h. Fed to the model, the 0 keeps the window's peak at
-	// 0, so the kill at 30h is dropped; as a missing reading it is not fed
-	// and the kill is recorded.
+	// of 1200Mi at 30h. Fed to the percentile estimator's model (upstream's
+	// rules), the 0 keeps the window's peak at 0, so the kill at 30h is
+	// dropped; as a missing reading it is not fed and the kill is recorded.
+	// Every other estimator's model replaces a peak of 0 and records it.
 	const mi = 1 << 20
 	var samples []Sample
 	for i := range 77 {
@@ -353,15 +402,18 @@ func TestReplayZeroMemoryAsMissing(t *testing.T) {
 	}
 	trace := &Trace{HasRequests: true, Workloads: []*Workload{{Name: "w", Containers: []*Container{{Name: "c", Samples: samples}}}}}
 	tests := map[string]struct {
+		estimator      string
 		zeroMissing    bool
 		wantUnrecorded int
 	}{
-		"zero fed to the model": {wantUnrecorded: 1},
-		"zero as missing":       {zeroMissing: true, wantUnrecorded: 0},
+		"percentile: zero fed to the model": {estimator: estimator.PercentileName, wantUnrecorded: 1},
+		"percentile: zero as missing":       {estimator: estimator.PercentileName, zeroMissing: true, wantUnrecorded: 0},
+		"adaptive: zero fed to the model":   {estimator: estimator.AdaptiveName, wantUnrecorded: 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{edgeEstimator{}}, OOMFeedback: true, ZeroMemoryAsMissing: tc.zeroMissing})
+			est := namedEdge{name: tc.estimator}
+			res, err := Replay(context.Background(), trace, Options{Estimators: []estimator.Estimator{est}, OOMFeedback: true, ZeroMemoryAsMissing: tc.zeroMissing})
 			if err != nil {
 				t.Fatal(err)
 			}

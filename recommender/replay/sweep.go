@@ -88,7 +88,7 @@ func RunSweep(ctx context.Context, trace *Trace, base Options) ([]SweepPoint, er
 func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"estimator", "knobs", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction",
-		"cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99", "oom_events_per_day_mean", "unrecorded_oom_events_per_day_mean", "recovery_hours_mean"}); err != nil {
+		"oom_free_std_err", "cpu_slack_mean", "cpu_shortfall_mean", "changes_per_day_mean", "changes_per_day_p99", "oom_events_per_day_mean", "unrecorded_oom_events_per_day_mean", "recovery_hours_mean"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
@@ -102,7 +102,7 @@ func WriteSweepCSV(w io.Writer, points []SweepPoint) error {
 		}
 		s := p.Summary
 		if err := cw.Write([]string{p.Estimator, knobs, strconv.Itoa(s.WorkloadDays), f(s.MemorySlackMean), f(s.MemorySlackMedian),
-			f(s.OOMFreeFraction), f(s.CPUSlackMean), f(s.CPUShortfallMean), f(s.ChangesPerDayMean), f(s.ChangesPerDayP99),
+			f(s.OOMFreeFraction), f(s.OOMFreeStdErr), f(s.CPUSlackMean), f(s.CPUShortfallMean), f(s.ChangesPerDayMean), f(s.ChangesPerDayP99),
 			f(s.OOMEventsPerDayMean), f(s.UnrecordedOOMEventsPerDayMean), f(s.RecoveryHoursMean)}); err != nil {
 			return err
 		}

@@ -355,6 +355,12 @@ func (o *Options) EstimatorOptions() estimator.Options {
 	return eo
 }
 
+// ModelConfig returns the model's settings for the chosen estimator (see
+// estimator.ModelConfig).
+func (o *Options) ModelConfig() model.Config {
+	return estimator.ModelConfig(o.Estimator, o.Model)
+}
+
 // AddEstimatorFlags registers the estimators' tunables under upstream's flag
 // names and defaults, plus the peak estimator's own. The replay subcommand
 // shares them.
@@ -385,6 +391,7 @@ func AddEstimatorFlags(fs *pflag.FlagSet, o *estimator.Options) {
 	fs.Float64Var(&p.MemoryLowerBoundFraction, "peak-memory-lower-bound-fraction", p.MemoryLowerBoundFraction, "Peak estimator: lower bound as a fraction of the highest recent peak.")
 	fs.Float64Var(&p.MemoryUpperBoundFactor, "peak-memory-upper-bound-factor", p.MemoryUpperBoundFactor, "Peak estimator: upper bound as a multiple of the target.")
 	ad := &o.Adaptive
+	fs.Float64Var(&ad.CPUTargetPercentile, "adaptive-cpu-target-percentile", ad.CPUTargetPercentile, "Adaptive estimator: CPU usage percentile for the CPU target, in place of --target-cpu-percentile; at most --recommendation-upper-bound-cpu-percentile.")
 	fs.DurationSliceVar(&ad.MemoryHorizons, "adaptive-memory-horizons", ad.MemoryHorizons, "Adaptive estimator: the arms' horizons, how much recent history of memory peaks each arm covers.")
 	fs.Float64SliceVar(&ad.MemoryMargins, "adaptive-memory-margins", ad.MemoryMargins, "Adaptive estimator: the arms' safety margins over their peak.")
 	fs.Float64Var(&ad.MemoryOverrunCost, "adaptive-memory-overrun-cost", ad.MemoryOverrunCost, "Adaptive estimator: cost of the share of past memory peaks an arm leaves uncovered, against the headroom it costs; higher is safer.")

@@ -79,8 +79,11 @@ func TestValidate(t *testing.T) {
 		"shards with bad timings":     {args: []string{"--shards=8", "--leader-elect-renew-deadline=20s"}, wantErr: "--leader-elect-renew-deadline"},
 		"bad adaptive arms": {args: []string{"--estimator=adaptive", "--adaptive-memory-horizons=24h,-1h"},
 			wantErr: "adaptive memory horizon must be > 0"},
-		"external metrics unnamed": {args: []string{"--use-external-metrics"}, wantErr: "--external-metrics-cpu-metric"},
-		"external metrics":         {args: []string{"--use-external-metrics", "--external-metrics-cpu-metric=cpu_usage"}},
+		"adaptive CPU target above its upper bound": {args: []string{"--estimator=adaptive", "--adaptive-cpu-target-percentile=0.97"},
+			wantErr: "above the CPU upper bound percentile 0.95"},
+		"adaptive CPU target within the bounds": {args: []string{"--estimator=adaptive", "--adaptive-cpu-target-percentile=0.95"}},
+		"external metrics unnamed":              {args: []string{"--use-external-metrics"}, wantErr: "--external-metrics-cpu-metric"},
+		"external metrics":                      {args: []string{"--use-external-metrics", "--external-metrics-cpu-metric=cpu_usage"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
