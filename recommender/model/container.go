@@ -64,8 +64,9 @@ func (c *ContainerState) AddMemorySample(t time.Time, usage ResourceAmount) bool
 
 // addMemory keeps one peak per window in the aggregate. Inside the current
 // window a larger value replaces the peak (subtract the old, add the new),
-// except when the peak so far is 0 and the Config does not ReplaceZeroPeak. At or past the window end, the window
-// moves forward by whole intervals to cover t and the value starts a new peak.
+// except when the peak so far is 0 and the Config does not ReplaceZeroPeak
+// (upstream's rule). At or past the window end, the window moves forward by
+// whole intervals to cover t and the value starts a new peak.
 func (c *ContainerState) addMemory(t time.Time, usage ResourceAmount, oom bool) bool {
 	if usage < 0 || (!oom && t.Before(c.lastMemorySampleStart)) {
 		return false

@@ -127,6 +127,10 @@ func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
 		if a := o.Estimators.Adaptive; len(a.MemoryMargins) != 2 || a.MemoryMargins[1] != 0.25 || len(a.MemoryHorizons) != 2 || a.MemoryHorizons[1] != 168*time.Hour {
 			t.Errorf("adaptive arms not parsed: %+v", a)
 		}
+		// Only percentile keeps upstream's rule for windows that open at 0.
+		if got, want := o.ModelConfig().ReplaceZeroPeak, name != "percentile"; got != want {
+			t.Errorf("--estimator=%s: model ReplaceZeroPeak %v, want %v", name, got, want)
+		}
 	}
 	o := NewOptions()
 	o.Estimator = "nope"
