@@ -42,7 +42,6 @@ type Summary struct {
 // score returns nil are skipped.
 func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 	var cpuSlack, memSlack, shortfall, changes, ooms, unrecorded, recoveries []float64
-	oomFree := 0
 	type tally struct{ days, free float64 }
 	var workloads []tally
 	index := map[string]int{}
@@ -70,13 +69,14 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		for _, r := range s.Recoveries {
 			recoveries = append(recoveries, r.Hours())
 		}
-		if s.OOMSamples == 0 {
-			oomFree++
-		}
 	}
 	n := len(memSlack)
 	if n == 0 {
 		return Summary{}
+	}
+	oomFree := 0.0
+	for _, t := range workloads {
+		oomFree += t.free
 	}
 	sum := Summary{
 		WorkloadDays:      n,
@@ -84,7 +84,7 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		CPUSlackMedian:    median(cpuSlack),
 		MemorySlackMean:   mean(memSlack),
 		MemorySlackMedian: median(memSlack),
-		OOMFreeFraction:   float64(oomFree) / float64(n),
+		OOMFreeFraction:   oomFree / float64(n),
 		CPUShortfallMean:  mean(shortfall),
 		ChangesPerDayMean: mean(changes),
 		ChangesPerDayP99:  nearestRank(changes, 0.99),

@@ -242,15 +242,6 @@ type edgeEstimator struct{}
 
 func (edgeEstimator) Name() string { return "edge" }
 
-// namedEdge is edgeEstimator under another estimator's name, so that it runs
-// on that estimator's model configuration (estimator.ModelConfig).
-type namedEdge struct {
-	edgeEstimator
-	name string
-}
-
-func (e namedEdge) Name() string { return e.name }
-
 func (edgeEstimator) Recommend(aggs map[string]*model.AggregateState, _ *vpav1.PodResourcePolicy, _ map[string]string) estimator.Result {
 	var res estimator.Result
 	for name, a := range aggs {
@@ -267,6 +258,15 @@ func (edgeEstimator) Recommend(aggs map[string]*model.AggregateState, _ *vpav1.P
 	}
 	return res
 }
+
+// namedEdge is edgeEstimator under another estimator's name, so that it runs
+// on that estimator's model configuration (estimator.ModelConfig).
+type namedEdge struct {
+	edgeEstimator
+	name string
+}
+
+func (e namedEdge) Name() string { return e.name }
 
 func TestReplayOOMFeedback(t *testing.T) {
 	// Hourly samples of 400Mi (provisioned 1000Mi) for 77 hours, and a
