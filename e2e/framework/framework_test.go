@@ -2,10 +2,13 @@ package framework
 
 import (
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,5 +200,40 @@ func TestResources(t *testing.T) {
 	}
 	if rl.Memory().String() != "1Gi" {
 		t.Errorf("memory = %s", rl.Memory())
+	}
+}
+
+func TestFreePorts(t *testing.T) {
+	seen := map[int]bool{}
+	for range 20 {
+		for _, p := range FreePorts(t, 5) {
+			if seen[p] {
+				t.Fatalf("port %d handed out twice", p)
+			}
+			seen[p] = true
+			if p < portsFrom || p >= min(ephemeralStart(), nodePortsFrom) {
+				t.Errorf("port %d outside [%d, %d)", p, portsFrom, min(ephemeralStart(), nodePortsFrom))
+			}
+		}
+	}
+	if len(seen) != 100 {
+		t.Fatalf("%d ports, want 100", len(seen))
+	}
+	for p := range seen {
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("a handed-out port does not bind: %v", err)
+		}
+		l.Close()
+		// Another process (here, another open file description) cannot take its lock.
+		f, err := os.Open(filepath.Join(ports.dir, strconv.Itoa(p)+".lock"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close()
+		if err != syscall.EWOULDBLOCK {
+			t.Fatalf("a second lock on port %d: %v, want EWOULDBLOCK", p, err)
+		}
 	}
 }
