@@ -8,7 +8,11 @@
 package realnode
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,12 +24,16 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -333,6 +341,121 @@ func (e *env) leaderLoops(lease string, port int, series string) (float64, error
 	return 0, fmt.Errorf("%s has no %s yet", name, series)
 }
 
+// waitEveryReplicaServes waits until each admission controller replica, asked directly at its
+// pod address, gives a new pod of the Deployment the VPA's current target, and returns that
+// target. The replicas answer from VPA informers, which receive a status write a moment after
+// the API server stores it: a pod created within that moment is admitted without the
+// recommendation, as eventual consistency allows. Asking through the Service would reach one
+// replica at random, so each is asked at its own address.
+func (e *env) waitEveryReplicaServes(t *testing.T, ns, deployment string) corev1.ResourceList {
+	t.Helper()
+	ctx := context.Background()
+	secret, err := e.c.Client.CoreV1().Secrets(system).Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(secret.Data["caCert.pem"]) {
+		t.Fatal("vpa-tls-certs has no CA certificate")
+	}
+	client := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "vpa-webhook." + system + ".svc", MinVersion: tls.VersionTLS12},
+	}}
+	var want corev1.ResourceList
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		want = e.target(t, ns, deployment, time.Minute, nil)
+		pod, err := newPodOf(ctx, e, ns, deployment)
+		if err != nil {
+			return false, err
+		}
+		replicas := e.pods(t, system, "app=vpa-admission-controller")
+		if len(replicas) != 2 {
+			return false, fmt.Errorf("%d admission controller pods", len(replicas))
+		}
+		for _, r := range replicas {
+			got, err := review(&client, fmt.Sprintf("https://%s:8000/", r.Status.PodIP), pod)
+			if err != nil {
+				return false, fmt.Errorf("%s: %w", r.Name, err)
+			}
+			if req := got.Spec.Containers[0].Resources.Requests; !sameRequests(req, want) {
+				return false, fmt.Errorf("%s gives requests %v, the target is %v", r.Name, req, want)
+			}
+		}
+		return true, nil
+	})
+	return want
+}
+
+// newPodOf is a pod of the Deployment's ReplicaSet, as the ReplicaSet controller creates it.
+func newPodOf(ctx context.Context, e *env, ns, deployment string) (*corev1.Pod, error) {
+	rss, err := e.c.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
+	if err != nil || len(rss.Items) != 1 {
+		return nil, fmt.Errorf("want one ReplicaSet of %s: %d, %v", deployment, len(rss.Items), err)
+	}
+	rs := rss.Items[0]
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{
+			GenerateName: deployment + "-", Namespace: ns, Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
+		},
+		Spec: *rs.Spec.Template.Spec.DeepCopy(),
+	}, nil
+}
+
+// review sends the webhook an AdmissionReview of the pod's creation, as the API server does,
+// and returns the pod with the response's patch applied.
+func review(client *http.Client, url string, pod *corev1.Pod) (*corev1.Pod, error) {
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(&admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID(fmt.Sprintf("realnode-%d", time.Now().UnixNano())),
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
+			Namespace: pod.Namespace, Operation: admissionv1.Create,
+			Object: runtime.RawExtension{Raw: raw},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %s: %s", resp.Status, out)
+	}
+	var rev admissionv1.AdmissionReview
+	if err := json.Unmarshal(out, &rev); err != nil {
+		return nil, err
+	}
+	if rev.Response == nil || !rev.Response.Allowed {
+		return nil, fmt.Errorf("not allowed: %s", out)
+	}
+	patched := raw
+	if len(rev.Response.Patch) > 0 {
+		patch, err := jsonpatch.DecodePatch(rev.Response.Patch)
+		if err != nil {
+			return nil, err
+		}
+		if patched, err = patch.Apply(raw); err != nil {
+			return nil, err
+		}
+	}
+	var got corev1.Pod
+	return &got, json.Unmarshal(patched, &got)
+}
+
 func TestDeployOnTheRealNode(t *testing.T) {
 	e := install(t)
 	installed := time.Now()
@@ -349,7 +472,8 @@ func TestDeployOnTheRealNode(t *testing.T) {
 			ns := e.c.NewNamespace(t)
 			e.createWorkload(t, workload(ns, "web", []string{"--memory=40Mi", "--cpu=100m"},
 				framework.Resources("10m", "10Mi"), nil), vpav1.UpdateModeInitial)
-			before := e.target(t, ns, "web", 4*loopInterval, nil)
+			e.target(t, ns, "web", 4*loopInterval, nil)
+			before := e.waitEveryReplicaServes(t, ns, "web")
 			old := e.pods(t, ns, "app=web")
 			for _, p := range old {
 				if err := e.c.Client.CoreV1().Pods(ns).Delete(context.Background(), p.Name, metav1.DeleteOptions{}); err != nil {
@@ -366,7 +490,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 					req := p.Spec.Containers[0].Resources.Requests
 					after := e.target(t, ns, "web", time.Minute, nil)
 					if !sameRequests(req, before) && !sameRequests(req, after) {
-						return false, fmt.Errorf("new pod %s requests %v, want the target %v or %v", p.Name, req, before, after)
+						return false, fmt.Errorf("new pod %s requests %v, want the target %v or %v (annotations %v)", p.Name, req, before, after, p.Annotations)
 					}
 					if p.Annotations["vpaUpdates"] == "" {
 						return false, fmt.Errorf("new pod %s has no vpaUpdates annotation", p.Name)
