@@ -126,7 +126,7 @@ type Adaptive struct {
 	percentile *Percentile
 }
 
-var _ Estimator = (*Adaptive)(nil)
+var _ Explainer = (*Adaptive)(nil)
 
 // NewAdaptive returns the Adaptive estimator.
 func NewAdaptive(cfg Config, adaptive AdaptiveConfig) *Adaptive {
@@ -144,11 +144,15 @@ func (p *Adaptive) Recommend(aggregates map[string]*model.AggregateState, policy
 }
 
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
-// chain, memory from MemoryEstimate, each at least minimum.
+// chain, memory from MemoryRule, each at least minimum.
 func (p *Adaptive) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	return percentileCPU(p.percentile, func(h *model.DecayingHistogram, history time.Duration) (model.ResourceAmount, model.ResourceAmount, model.ResourceAmount) {
-		return p.MemoryEstimate(h, history, a.LastSampleStart)
-	}, a, minimum)
+	r := p.MemoryRule(&a.Memory, history(a), a.LastSampleStart)
+	return ruleEstimate(p.percentile, &r, a, minimum)
+}
+
+// Explain computes Estimate step by step, with the memory rule.
+func (p *Adaptive) Explain(a *model.AggregateState, minimum Resources) Breakdown {
+	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, history(a), a.LastSampleStart), a, minimum)
 }
 
 // peakBucket is one non-empty bucket of a memory peak histogram above the
@@ -158,8 +162,8 @@ type peakBucket struct {
 	edge, weight float64
 }
 
-// MemoryEstimate returns the memory lower bound, target and upper bound, in
-// bytes, from a decaying histogram of window peaks. With the non-zero peaks
+// MemoryRule returns the memory rule, lower bound, target and upper bound
+// in bytes, from a decaying histogram of window peaks. With the non-zero peaks
 // (those above the first bucket, of weight share 1 − z):
 //
 //	Q(q)        = weighted q-quantile of the non-zero peaks (bucket upper edge)
@@ -184,9 +188,10 @@ type peakBucket struct {
 // updates to get there. The level is then top. lower = level ·
 // lowerFraction and upper = target · upperFactor. A histogram holding only
 // first-bucket peaks yields the first bucket's upper edge for all three.
-func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Duration, now time.Time) (lower, target, upper model.ResourceAmount) {
+func (p *Adaptive) MemoryRule(h *model.DecayingHistogram, history time.Duration, now time.Time) MemoryRule {
+	var r MemoryRule
 	if h.IsEmpty() {
-		return 0, 0, 0
+		return r
 	}
 	hist := h.Histogram()
 	zeroEdge := hist.Options().BucketStart(1)
@@ -202,10 +207,10 @@ func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Durat
 	})
 	nonZero := total - zeroWeight
 	if len(buckets) == 0 || !(nonZero > 0) {
-		e := model.MemoryAmountFromBytes(zeroEdge)
-		return e, e, e
+		return zeroRule(zeroEdge)
 	}
 	z := zeroWeight / total
+	r.ZeroShare = z
 	quantile := func(q float64) float64 {
 		threshold := q * nonZero
 		sum := 0.0
@@ -225,58 +230,74 @@ func (p *Adaptive) MemoryEstimate(h *model.DecayingHistogram, history time.Durat
 		return above / nonZero
 	}
 	c := p.adaptive
-	extra := c.MemoryZeroFactor * z / (1 - z)
+	r.ZeroMargin = c.MemoryZeroFactor * z / (1 - z)
+	extra := r.ZeroMargin
 	if days := history.Hours() / 24; days > 0 {
-		extra += c.MemoryYoungMargin / max(days, 1)
+		r.YoungMargin = c.MemoryYoungMargin / max(days, 1)
+		extra += r.YoungMargin
 	}
 	extra = min(extra, c.MemoryMaxExtraMargin)
 	typical := quantile(0.5)
-	bestCost, bestTarget, bestLevel := math.Inf(1), 0.0, 0.0
+	r.Typical = typical
+	r.Cost = math.Inf(1)
 	for _, hz := range c.MemoryHorizons {
-		level := quantile(1 - math.Exp2(-float64(hz)/float64(h.HalfLife()))/2)
+		q := 1 - math.Exp2(-float64(hz)/float64(h.HalfLife()))/2
+		level := quantile(q)
 		for _, m := range c.MemoryMargins {
 			l := level * (1 + m + extra)
-			cost := 1 - typical/l + c.MemoryOverrunCost*overrun(l)
-			if cost < bestCost || (cost == bestCost && l > bestTarget) {
-				bestCost, bestTarget, bestLevel = cost, l, level
+			headroom, over := 1-typical/l, overrun(l)
+			cost := headroom + c.MemoryOverrunCost*over
+			r.Arms++
+			if cost < r.Cost || (cost == r.Cost && l > r.Covered) {
+				r.Cost, r.Covered, r.Level, r.Headroom, r.Overrun = cost, l, level, headroom, over
+				r.Horizon, r.LevelPercentile, r.BaseMargin = hz, z+q*(1-z), m
 			}
 		}
 	}
+	r.Margin = r.BaseMargin + extra
+	target, level := r.Covered, r.Level
 	if c.MemoryRecordFactor > 0 {
-		if top, prior, ok := record(h, buckets, now, c.MemoryRecordWindow); ok && top > prior {
-			margin := min(c.MemoryRecordFactor*(top/prior-1), c.MemoryRecordMaxMargin)
-			if l := top * (1 + margin); l > bestTarget {
-				bestTarget, bestLevel = l, top
+		if i, ok := record(h, buckets, now, c.MemoryRecordWindow); ok && buckets[i].edge > buckets[i-1].edge {
+			j := &r.Jump
+			j.Found, j.Top, j.Prior = true, buckets[i].edge, buckets[i-1].edge
+			j.Margin = min(c.MemoryRecordFactor*(j.Top/j.Prior-1), c.MemoryRecordMaxMargin)
+			j.Covered = j.Top * (1 + j.Margin)
+			if j.Covered > target {
+				j.Raised = true
+				target, level = j.Covered, j.Top
 			}
+			below := zeroWeight
+			for _, b := range buckets[:i+1] {
+				below += b.weight
+			}
+			j.Percentile = below / total
 		}
 	}
-	levelAmount := model.MemoryAmountFromBytes(bestLevel)
-	target = model.MemoryAmountFromBytes(bestTarget)
-	lower = model.ScaleResource(levelAmount, c.MemoryLowerBoundFraction)
-	upper = model.ScaleResource(target, c.MemoryUpperBoundFactor)
-	return lower, target, upper
+	levelAmount := model.MemoryAmountFromBytes(level)
+	r.Target = model.MemoryAmountFromBytes(target)
+	r.Lower = model.ScaleResource(levelAmount, c.MemoryLowerBoundFraction)
+	r.Upper = model.ScaleResource(r.Target, c.MemoryUpperBoundFactor)
+	return r
 }
 
-// record returns the edge of the highest peak bucket holding a peak of the
-// last window before now (top) and of the next non-empty bucket below it
-// (prior). A bucket holds a recent peak when it weighs at least as much as
-// one peak recorded window before now; several older peaks in one bucket
-// can weigh as much, which only makes a bucket look recent.
-func record(h *model.DecayingHistogram, buckets []peakBucket, now time.Time, window time.Duration) (top, prior float64, ok bool) {
+// record returns the index in buckets of the highest peak bucket holding a
+// peak of the last window before now; the next non-empty bucket below it is
+// the one before. A bucket holds a recent peak when it weighs at least as
+// much as one peak recorded window before now; several older peaks in one
+// bucket can weigh as much, which only makes a bucket look recent. ok is
+// false without such a bucket or without one below it.
+func record(h *model.DecayingHistogram, buckets []peakBucket, now time.Time, window time.Duration) (top int, ok bool) {
 	if now.IsZero() {
 		// No CPU sample yet: no time to measure recency against.
-		return 0, 0, false
+		return 0, false
 	}
 	recent := math.Exp2(float64(now.Sub(h.ReferenceTimestamp())-window) / float64(h.HalfLife()))
 	i := len(buckets) - 1
 	for i >= 0 && buckets[i].weight < recent {
 		i--
 	}
-	if i < 0 {
-		return 0, 0, false
+	if i < 1 {
+		return 0, false
 	}
-	if i == 0 {
-		return 0, 0, false
-	}
-	return buckets[i].edge, buckets[i-1].edge, true
+	return i, true
 }

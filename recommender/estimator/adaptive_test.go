@@ -7,7 +7,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
-func TestAdaptiveMemoryEstimate(t *testing.T) {
+func TestAdaptiveMemoryRule(t *testing.T) {
 	opts := model.DefaultMemoryHistogramOptions()
 	edge := func(v float64) float64 { return opts.BucketStart(opts.FindBucket(v) + 1) }
 	now := time.Date(2024, 1, 10, 0, 0, 0, 0, time.UTC)
@@ -166,12 +166,12 @@ func TestAdaptiveMemoryEstimate(t *testing.T) {
 			if tc.noNow {
 				at = time.Time{}
 			}
-			lower, target, upper := NewAdaptive(DefaultConfig(), cfg).MemoryEstimate(&h, tc.history, at)
+			r := NewAdaptive(DefaultConfig(), cfg).MemoryRule(&h, tc.history, at)
 			for _, c := range []struct {
 				name string
 				got  model.ResourceAmount
 				want float64
-			}{{"lower", lower, tc.wantLower}, {"target", target, tc.wantTarget}, {"upper", upper, tc.wantUpper}} {
+			}{{"lower", r.Lower, tc.wantLower}, {"target", r.Target, tc.wantTarget}, {"upper", r.Upper, tc.wantUpper}} {
 				if d := float64(c.got) - c.want; d > 2+1e-8*c.want || d < -2-1e-8*c.want {
 					t.Errorf("%s = %d, want %.0f", c.name, c.got, c.want)
 				}

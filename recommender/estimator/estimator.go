@@ -26,6 +26,18 @@ type Estimator interface {
 	Recommend(aggregates map[string]*model.AggregateState, policy *vpav1.PodResourcePolicy, annotations map[string]string) Result
 }
 
+// Explainer is an Estimator that also gives the raw amounts of one
+// container and every step of them. New returns one.
+type Explainer interface {
+	Estimator
+	// Estimate returns the raw amounts for one aggregate, each at least
+	// minimum (the container's share of the pod minimum).
+	Estimate(a *model.AggregateState, minimum Resources) Amounts
+	// Explain computes Estimate step by step: Explain(a, m).Amounts()
+	// equals Estimate(a, m).
+	Explain(a *model.AggregateState, minimum Resources) Breakdown
+}
+
 // Result is the outcome of Recommend.
 type Result struct {
 	// Containers is the recommendation list for the VPA status, sorted by
@@ -82,7 +94,7 @@ type Percentile struct {
 	cfg Config
 }
 
-var _ Estimator = (*Percentile)(nil)
+var _ Explainer = (*Percentile)(nil)
 
 // NewPercentile returns the upstream chain with cfg.
 func NewPercentile(cfg Config) *Percentile {
@@ -155,6 +167,13 @@ type ResourceSteps struct {
 // Breakdown is every step of Estimate for one aggregate.
 type Breakdown struct {
 	CPU, Memory ResourceSteps
+	// MemoryRule is the memory rule of an estimator that derives memory
+	// from one (Peak, Adaptive); nil for the percentile chain. Its memory
+	// steps then start at the peak the target covers (Percentile, Raw),
+	// carry the rule's target as WithMargin (the peak itself for the lower
+	// bound) and the rule's amount as WithConfidence, with no confidence
+	// scaling (Confidence 0).
+	MemoryRule *MemoryRule
 }
 
 // Amounts returns the final amounts, as Estimate does.

@@ -1,6 +1,7 @@
 package estimator
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/model"
 )
 
 // TestExplainSteps: the steps compose to what Estimate returns, with the
@@ -31,6 +33,168 @@ func TestExplainSteps(t *testing.T) {
 	}
 	if m := b.Memory.Target; m.Raw != 0 || m.Final != minimum.Memory {
 		t.Errorf("memory without peaks: %+v, want the pod minimum %d", m, minimum.Memory)
+	}
+}
+
+// explainHistories are the histories TestExplainEveryEstimator explains,
+// each built on the model configuration of the estimator called name.
+var explainHistories = map[string]func(t *testing.T, name string) *model.AggregateState{
+	"none": func(_ *testing.T, name string) *model.AggregateState {
+		cfg := ModelConfig(name, *model.DefaultConfig())
+		return model.NewAggregateState(&cfg, start)
+	},
+	// Three days at 0 bytes (a container that reports no usage), then
+	// three at 400 MB: the older half of the peaks read 0.
+	"zero readings": func(_ *testing.T, name string) *model.AggregateState {
+		return samples(name, 6*24*60, time.Minute, func(i int) float64 {
+			if i < 3*24*60 {
+				return 0
+			}
+			return 4e8
+		})
+	},
+	"steady": func(_ *testing.T, name string) *model.AggregateState {
+		return samples(name, 3*24*60, time.Minute, func(int) float64 { return 300 << 20 })
+	},
+	// Ten days at 1e9 B, then two OOM kills five minutes apart, at requests
+	// of 1.2e9 and 1.6e9 B.
+	"OOM kills after ten days": func(t *testing.T, name string) *model.AggregateState {
+		a := samples(name, 10*24*12, 5*time.Minute, func(int) float64 { return 1e9 })
+		c := model.NewContainerState(a)
+		last := a.LastSampleStart
+		for i, request := range []float64{1.2e9, 1.6e9} {
+			ts := last.Add(time.Duration(i+1) * 5 * time.Minute)
+			c.AddCPUSample(ts, 300)
+			if err := c.RecordOOM(ts, model.MemoryAmountFromBytes(request)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return a
+	},
+}
+
+// samples returns n samples every period of 300m CPU and mem(i) bytes, on
+// the model configuration of the estimator called name.
+func samples(name string, n int, every time.Duration, mem func(i int) float64) *model.AggregateState {
+	cfg := ModelConfig(name, *model.DefaultConfig())
+	a := model.NewAggregateState(&cfg, start)
+	c := model.NewContainerState(a)
+	for i := range n {
+		ts := start.Add(time.Duration(i) * every)
+		c.AddCPUSample(ts, 300)
+		c.AddMemorySample(ts, model.MemoryAmountFromBytes(mem(i)))
+	}
+	return a
+}
+
+// TestExplainEveryEstimator: for every estimator New builds and every
+// history, the steps compose to what Estimate returns; the memory rows of
+// the estimators with a memory rule start at the peak the target covers and
+// end at the rule's amounts, and the rule's parts add up.
+func TestExplainEveryEstimator(t *testing.T) {
+	opts := DefaultOptions()
+	minimum := opts.Config.PodMinimum(1)
+	near := func(got, want float64) bool { return math.Abs(got-want) <= 1e-12*math.Abs(want) }
+	for _, name := range Names() {
+		for history, build := range explainHistories {
+			t.Run(name+"/"+history, func(t *testing.T) {
+				a := build(t, name)
+				e, err := New(name, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				b := e.Explain(a, minimum)
+				if got, want := b.Amounts(), e.Estimate(a, minimum); got != want {
+					t.Fatalf("Explain(...).Amounts() = %+v, Estimate = %+v", got, want)
+				}
+				r := b.MemoryRule
+				if name == PercentileName {
+					if r != nil {
+						t.Errorf("the percentile chain has a memory rule: %+v", r)
+					}
+					return
+				}
+				if r == nil {
+					t.Fatal("no memory rule")
+				}
+				peak, pct := r.Peak()
+				for _, row := range []struct {
+					name   string
+					step   Step
+					amount model.ResourceAmount
+				}{{"target", b.Memory.Target, r.Target}, {"lower", b.Memory.LowerBound, r.Lower}, {"upper", b.Memory.UpperBound, r.Upper}} {
+					s := row.step
+					if s.Raw != model.MemoryAmountFromBytes(peak) || s.Percentile != pct {
+						t.Errorf("memory %s starts at %d (P%v), want the covered peak %.0f (P%v)", row.name, s.Raw, s.Percentile*100, peak, pct*100)
+					}
+					if s.WithConfidence != row.amount || s.Final != max(row.amount, minimum.Memory) || s.Confidence != 0 {
+						t.Errorf("memory %s = %+v, want to end at the rule's %d, at least %d", row.name, s, row.amount, minimum.Memory)
+					}
+				}
+				if !near(r.Level*(1+r.Margin), r.Covered) {
+					t.Errorf("level %.0f × (1 + margin %v) = %.0f, but covered is %.0f", r.Level, r.Margin, r.Level*(1+r.Margin), r.Covered)
+				}
+				switch history {
+				case "none":
+					if *r != (MemoryRule{}) {
+						t.Errorf("rule without peaks = %+v, want zero", r)
+					}
+				case "zero readings":
+					// The zero days are days 4 to 6 back: 1/8 of the
+					// weight of the days 1 to 3 back, 1/9 of the total.
+					factor := opts.Peak.MemoryZeroFactor
+					if name == AdaptiveName {
+						factor = opts.Adaptive.MemoryZeroFactor
+					}
+					if math.Abs(r.ZeroShare-1.0/9) > 1e-6 || r.ZeroMargin != factor*r.ZeroShare/(1-r.ZeroShare) {
+						t.Errorf("zero share %v, zero margin %v; want 1/9 and %v × z/(1 − z)", r.ZeroShare, r.ZeroMargin, factor)
+					}
+				}
+				switch name {
+				case PeakName:
+					c := opts.Peak
+					if want := min(r.BaseMargin+r.VariabilityMargin+r.YoungMargin+r.ZeroMargin, c.MemoryMaxMargin); !near(r.Margin, want) {
+						t.Errorf("margin %v, parts %+v add up to %v", r.Margin, r, want)
+					}
+					if d := float64(r.Target) - r.Covered; r.Level > 0 && (d > 2 || d < -2) {
+						t.Errorf("target %d, covered %.0f", r.Target, r.Covered)
+					}
+				case AdaptiveName:
+					c := opts.Adaptive
+					if history == "none" {
+						return
+					}
+					if r.ZeroShare < 1 {
+						if want := len(c.MemoryHorizons) * len(c.MemoryMargins); r.Arms != want {
+							t.Errorf("%d arms scored, want %d", r.Arms, want)
+						}
+						if want := r.Headroom + c.MemoryOverrunCost*r.Overrun; r.Cost != want {
+							t.Errorf("arm cost %v, want headroom %v + %v × overrun %v = %v", r.Cost, r.Headroom, c.MemoryOverrunCost, r.Overrun, want)
+						}
+						if want := 1 - r.Typical/r.Covered; r.Headroom != want {
+							t.Errorf("headroom %v, want 1 − typical/covered = %v", r.Headroom, want)
+						}
+						if want := r.BaseMargin + min(r.YoungMargin+r.ZeroMargin, c.MemoryMaxExtraMargin); !near(r.Margin, want) {
+							t.Errorf("margin %v, parts %+v add up to %v", r.Margin, r, want)
+						}
+					}
+					j := r.Jump
+					if j.Found && !near(j.Top*(1+j.Margin), j.Covered) {
+						t.Errorf("jump %+v: top × (1 + margin) is not covered", j)
+					}
+					switch {
+					case history == "OOM kills after ten days":
+						if !j.Found || !j.Raised || j.Top <= 1.6e9 || j.Prior > 1.1e9 || r.Target != model.MemoryAmountFromBytes(j.Covered) {
+							t.Errorf("after two kills: jump %+v, target %d; want the jump above the 1e9 B peaks to set the target", j, r.Target)
+						}
+					case j.Raised:
+						t.Errorf("%s: jump %+v sets the target", history, j)
+					case r.Target != model.MemoryAmountFromBytes(r.Covered):
+						t.Errorf("target %d, want the arm's %.0f", r.Target, r.Covered)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -89,7 +89,7 @@ type Peak struct {
 	percentile *Percentile
 }
 
-var _ Estimator = (*Peak)(nil)
+var _ Explainer = (*Peak)(nil)
 
 // NewPeak returns the Peak estimator.
 func NewPeak(cfg Config, peak PeakConfig) *Peak {
@@ -105,22 +105,15 @@ func (p *Peak) Recommend(aggregates map[string]*model.AggregateState, policy *vp
 }
 
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
-// chain, memory from MemoryEstimate, each at least minimum.
+// chain, memory from MemoryRule, each at least minimum.
 func (p *Peak) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	return percentileCPU(p.percentile, p.MemoryEstimate, a, minimum)
+	r := p.MemoryRule(&a.Memory, history(a))
+	return ruleEstimate(p.percentile, &r, a, minimum)
 }
 
-// percentileCPU returns the percentile chain's amounts for a, with memory
-// (lower bound, target, upper bound) from memory instead, each at least
-// minimum: the shape of the estimators that only change memory.
-func percentileCPU(pc *Percentile, memory func(*model.DecayingHistogram, time.Duration) (model.ResourceAmount, model.ResourceAmount, model.ResourceAmount),
-	a *model.AggregateState, minimum Resources) Amounts {
-	out := pc.Estimate(a, minimum)
-	lower, target, upper := memory(&a.Memory, a.LastSampleStart.Sub(a.FirstSampleStart))
-	out.Target.Memory = max(target, minimum.Memory)
-	out.LowerBound.Memory = max(lower, minimum.Memory)
-	out.UpperBound.Memory = max(upper, minimum.Memory)
-	return out
+// Explain computes Estimate step by step, with the memory rule.
+func (p *Peak) Explain(a *model.AggregateState, minimum Resources) Breakdown {
+	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, history(a)), a, minimum)
 }
 
 // boundErrors checks the lower bound fraction (in (0, 1]) and the upper
@@ -136,24 +129,26 @@ func boundErrors(name string, lowerFraction, upperFactor float64) []error {
 	return errs
 }
 
-// MemoryEstimate returns the memory lower bound, target and upper bound, in
-// bytes, from a decaying histogram of window peaks:
+// MemoryRule returns the memory rule, lower bound, target and upper bound
+// in bytes, from a decaying histogram of window peaks:
 //
 //	z      = share of the weight in the first bucket (peaks of "no usage")
 //	Q(q)   = Percentile(z + q·(1 − z))   (quantile among the non-zero peaks)
 //	ε      = 2^(−horizon/halfLife) / 2
 //	high   = Q(1 − ε)                    (highest peak of the recent horizon)
 //	typ    = Q(0.5)                      (typical peak)
-//	margin = min(MemoryMargin + MemoryVariabilityFactor·(high/typ − 1), MemoryMaxMargin)
+//	margin = min(MemoryMargin + MemoryVariabilityFactor·(high/typ − 1)
+//	             + MemoryYoungMargin/max(days, 1) + MemoryZeroFactor·z/(1 − z), MemoryMaxMargin)
 //	target = high · (1 + margin)
 //	lower  = high · MemoryLowerBoundFraction
 //	upper  = target · MemoryUpperBoundFactor
 //
 // A histogram holding only first-bucket peaks yields the first bucket's
 // upper edge for all three.
-func (p *Peak) MemoryEstimate(h *model.DecayingHistogram, history time.Duration) (lower, target, upper model.ResourceAmount) {
+func (p *Peak) MemoryRule(h *model.DecayingHistogram, history time.Duration) MemoryRule {
+	var r MemoryRule
 	if h.IsEmpty() {
-		return 0, 0, 0
+		return r
 	}
 	hist := h.Histogram()
 	zeroEdge := hist.Options().BucketStart(1)
@@ -173,25 +168,41 @@ func (p *Peak) MemoryEstimate(h *model.DecayingHistogram, history time.Duration)
 		z = lo
 	}
 	if z >= 1-1e-9 || h.Percentile(1) <= zeroEdge {
-		e := model.MemoryAmountFromBytes(zeroEdge)
-		return e, e, e
+		return zeroRule(zeroEdge)
 	}
-	q := func(x float64) float64 { return h.Percentile(z + x*(1-z)) }
+	r.ZeroShare = z
+	r.Horizon = p.peak.MemoryHorizon
 	eps := math.Exp2(-float64(p.peak.MemoryHorizon)/float64(h.HalfLife())) / 2
-	high := q(1 - eps)
-	typ := q(0.5)
+	// Q(1 − ε) and Q(0.5), Q(x) = Percentile(z + x·(1 − z)).
+	r.LevelPercentile = z + (1-eps)*(1-z)
+	high := h.Percentile(r.LevelPercentile)
+	typ := h.Percentile(z + 0.5*(1-z))
+	r.Level, r.Typical = high, typ
 	margin := p.peak.MemoryMargin
+	r.BaseMargin = margin
 	if typ > 0 {
-		margin += p.peak.MemoryVariabilityFactor * (high/typ - 1)
+		r.VariabilityMargin = p.peak.MemoryVariabilityFactor * (high/typ - 1)
+		margin += r.VariabilityMargin
 	}
 	if days := history.Hours() / 24; days > 0 {
-		margin += p.peak.MemoryYoungMargin / max(days, 1)
+		r.YoungMargin = p.peak.MemoryYoungMargin / max(days, 1)
+		margin += r.YoungMargin
 	}
-	margin += p.peak.MemoryZeroFactor * z / (1 - z)
+	r.ZeroMargin = p.peak.MemoryZeroFactor * z / (1 - z)
+	margin += r.ZeroMargin
 	margin = min(margin, p.peak.MemoryMaxMargin)
+	r.Margin = margin
+	r.Covered = high * (1 + margin)
 	highAmount := model.MemoryAmountFromBytes(high)
-	target = highAmount + model.ScaleResource(highAmount, margin)
-	lower = model.ScaleResource(highAmount, p.peak.MemoryLowerBoundFraction)
-	upper = model.ScaleResource(target, p.peak.MemoryUpperBoundFactor)
-	return lower, target, upper
+	r.Target = highAmount + model.ScaleResource(highAmount, margin)
+	r.Lower = model.ScaleResource(highAmount, p.peak.MemoryLowerBoundFraction)
+	r.Upper = model.ScaleResource(r.Target, p.peak.MemoryUpperBoundFactor)
+	return r
+}
+
+// zeroRule is the rule of a histogram whose peaks all read as no usage:
+// the first bucket's upper edge for everything.
+func zeroRule(zeroEdge float64) MemoryRule {
+	e := model.MemoryAmountFromBytes(zeroEdge)
+	return MemoryRule{ZeroShare: 1, Level: zeroEdge, LevelPercentile: 1, Covered: zeroEdge, Lower: e, Target: e, Upper: e}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
-func TestPeakMemoryEstimate(t *testing.T) {
+func TestPeakMemoryRule(t *testing.T) {
 	opts := model.DefaultMemoryHistogramOptions()
 	edge := func(v float64) float64 { return opts.BucketStart(opts.FindBucket(v) + 1) }
 	now := time.Date(2024, 1, 10, 0, 0, 0, 0, time.UTC)
@@ -70,12 +70,12 @@ func TestPeakMemoryEstimate(t *testing.T) {
 			for _, p := range tc.peaks {
 				h.AddSample(p.bytes, 1, now.Add(-p.age))
 			}
-			lower, target, upper := NewPeak(DefaultConfig(), cfg).MemoryEstimate(&h, tc.history)
+			r := NewPeak(DefaultConfig(), cfg).MemoryRule(&h, tc.history)
 			for _, c := range []struct {
 				name string
 				got  model.ResourceAmount
 				want float64
-			}{{"lower", lower, tc.wantLower}, {"target", target, tc.wantTarget}, {"upper", upper, tc.wantUpper}} {
+			}{{"lower", r.Lower, tc.wantLower}, {"target", r.Target, tc.wantTarget}, {"upper", r.Upper, tc.wantUpper}} {
 				if d := float64(c.got) - c.want; d > 2+1e-8*c.want || d < -2-1e-8*c.want {
 					t.Errorf("%s = %d, want %.0f", c.name, c.got, c.want)
 				}

@@ -28,7 +28,7 @@ func Names() []string { return []string{PercentileName, PeakName, AdaptiveName} 
 
 // New returns the estimator called name ("" is the default, percentile)
 // configured from o.
-func New(name string, o Options) (Estimator, error) {
+func New(name string, o Options) (Explainer, error) {
 	if err := o.Config.Validate(); err != nil {
 		return nil, err
 	}
