@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/openvpa/openvpa/recommender/app/options"
+	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -71,8 +71,8 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Holdout, "holdout", o.Holdout, "Holdout trace (same --input-format): replayed with the same settings, and swept with --sweep, and reported beside --trace under DIR/holdout/. Choose settings on --trace only.")
 	fs.BoolVar(&o.OOMFeedback, "oom-feedback", o.OOMFeedback, "Treat a memory sample above the request as an OOM kill: the model records the OOM (with the OOM bump) instead of the sample, and the updater's quick-OOM rule applies. false replays the trace as observed and only scores such samples, as earlier releases did.")
 	fs.BoolVar(&o.ZeroMemoryAsMissing, "zero-memory-as-missing", o.ZeroMemoryAsMissing, "Leave memory samples of 0 bytes out of the model (they are still scored), as missing readings: a running container never reports 0 bytes. Fed to the model, a window whose first sample reads 0 keeps 0 as its peak and drops the OOM kills in it.")
-	options.AddEstimatorFlags(fs, &o.Estimators)
-	options.AddModelFlags(fs, &o.Model)
+	tunables.AddEstimatorFlags(fs, &o.Estimators)
+	tunables.AddModelFlags(fs, &o.Model)
 	fs.Float64Var(&o.PodUpdateThreshold, "pod-update-threshold", o.PodUpdateThreshold, "Updater: minimum relative change of requests for a pod within its bounds.")
 	fs.DurationVar(&o.PodLifetimeUpdateThreshold, "in-recommendation-bounds-eviction-lifetime-threshold", o.PodLifetimeUpdateThreshold, "Updater: minimum age of a pod within its bounds before it is updated.")
 	fs.DurationVar(&o.EvictAfterOOMThreshold, "evict-after-oom-threshold", o.EvictAfterOOMThreshold, "Updater: a container OOM-killed after running less than this gets its pod updated at once (with --oom-feedback).")
@@ -95,10 +95,7 @@ func (o *CommandOptions) Validate() error {
 	if o.Out == "" {
 		errs = append(errs, errors.New("--out must not be empty"))
 	}
-	if _, err := estimator.New(o.Estimator, o.Estimators); err != nil {
-		errs = append(errs, err)
-	}
-	if err := o.Model.Validate(); err != nil {
+	if err := tunables.Validate(o.Estimator, o.Estimators, o.Model); err != nil {
 		errs = append(errs, err)
 	}
 	if !(o.PodUpdateThreshold >= 0) {

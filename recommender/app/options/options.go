@@ -21,6 +21,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/shards"
+	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -168,11 +169,11 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
 
 	fs = s.FlagSet("estimator")
-	AddEstimatorFlags(fs, &o.Estimators)
+	tunables.AddEstimatorFlags(fs, &o.Estimators)
 	fs.StringVar(&o.MaxAllowedCPU, "container-recommendation-max-allowed-cpu", o.MaxAllowedCPU, "Maximum amount of CPU that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 	fs.StringVar(&o.MaxAllowedMemory, "container-recommendation-max-allowed-memory", o.MaxAllowedMemory, "Maximum amount of memory that will be recommended for a container. VerticalPodAutoscaler-level maximum allowed takes precedence over the global maximum allowed.")
 
-	AddModelFlags(s.FlagSet("model"), &o.Model)
+	tunables.AddModelFlags(s.FlagSet("model"), &o.Model)
 
 	fs = s.FlagSet("history and external metrics")
 	fs.BoolVar(&o.UseExternalMetrics, "use-external-metrics", o.UseExternalMetrics, "ALPHA.  Use an external metrics provider instead of metrics_server.")
@@ -220,7 +221,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.Logging.Validate()...)
 	add(o.Namespaces.Validate())
 	add(o.LeaderElection.Validate())
-	add(o.Model.Validate())
+	add(tunables.Validate(o.Estimator, o.Estimators, o.Model))
 	if o.RecommenderName == "" {
 		add(errors.New("--recommender-name must not be empty"))
 	}
@@ -265,9 +266,6 @@ func (o *Options) Validate() error {
 	}
 	if o.UseExternalMetrics && o.ExternalMetricsCPUMetric == "" && o.ExternalMetricsMemoryMetric == "" {
 		add(errors.New("--use-external-metrics needs --external-metrics-cpu-metric or --external-metrics-memory-metric"))
-	}
-	if _, err := estimator.New(o.Estimator, o.Estimators); err != nil {
-		add(fmt.Errorf("--estimator: %w", err))
 	}
 	if _, err := o.MaxAllowed(); err != nil {
 		add(err)
@@ -359,59 +357,4 @@ func (o *Options) EstimatorOptions() estimator.Options {
 // estimator.ModelConfig).
 func (o *Options) ModelConfig() model.Config {
 	return estimator.ModelConfig(o.Estimator, o.Model)
-}
-
-// AddEstimatorFlags registers the estimators' tunables under upstream's flag
-// names and defaults, plus the peak estimator's own. The replay subcommand
-// shares them.
-func AddEstimatorFlags(fs *pflag.FlagSet, o *estimator.Options) {
-	e := &o.Config
-	fs.Float64Var(&e.MarginFraction, "recommendation-margin-fraction", e.MarginFraction, "Fraction of usage added as the safety margin to the recommended request")
-	fs.Float64Var(&e.PodMinCPUMillicores, "pod-recommendation-min-cpu-millicores", e.PodMinCPUMillicores, "Minimum CPU recommendation for a pod")
-	fs.Float64Var(&e.PodMinMemoryMb, "pod-recommendation-min-memory-mb", e.PodMinMemoryMb, "Minimum memory recommendation for a pod")
-	fs.Float64Var(&e.TargetCPUPercentile, "target-cpu-percentile", e.TargetCPUPercentile, "CPU usage percentile that will be used as a base for CPU target recommendation. Doesn't affect CPU lower bound, CPU upper bound nor memory recommendations.")
-	fs.Float64Var(&e.LowerBoundCPUPercentile, "recommendation-lower-bound-cpu-percentile", e.LowerBoundCPUPercentile, "CPU usage percentile that will be used for the lower bound on CPU recommendation.")
-	fs.Float64Var(&e.UpperBoundCPUPercentile, "recommendation-upper-bound-cpu-percentile", e.UpperBoundCPUPercentile, "CPU usage percentile that will be used for the upper bound on CPU recommendation.")
-	fs.DurationVar(&e.ConfidenceIntervalCPU, "confidence-interval-cpu", e.ConfidenceIntervalCPU, "The time interval used for computing the confidence multiplier for the CPU lower and upper bound. Default: 24h")
-	fs.Float64Var(&e.TargetMemoryPercentile, "target-memory-percentile", e.TargetMemoryPercentile, "Memory usage percentile that will be used as a base for memory target recommendation. Doesn't affect memory lower bound nor memory upper bound.")
-	fs.Float64Var(&e.LowerBoundMemoryPercentile, "recommendation-lower-bound-memory-percentile", e.LowerBoundMemoryPercentile, "Memory usage percentile that will be used for the lower bound on memory recommendation.")
-	fs.Float64Var(&e.UpperBoundMemoryPercentile, "recommendation-upper-bound-memory-percentile", e.UpperBoundMemoryPercentile, "Memory usage percentile that will be used for the upper bound on memory recommendation.")
-	fs.DurationVar(&e.ConfidenceIntervalMemory, "confidence-interval-memory", e.ConfidenceIntervalMemory, "The time interval used for computing the confidence multiplier for the memory lower and upper bound. Default: 24h")
-	fs.BoolVar(&e.HumanizeMemory, "humanize-memory", e.HumanizeMemory, "DEPRECATED: Convert memory values in recommendations to the highest appropriate SI unit with up to 2 decimal places for better readability.")
-	fs.IntVar(&e.RoundCPUMillicores, "round-cpu-millicores", e.RoundCPUMillicores, "CPU recommendation rounding factor in millicores. The CPU value will always be rounded up to the nearest multiple of this factor.")
-	fs.IntVar(&e.RoundMemoryBytes, "round-memory-bytes", e.RoundMemoryBytes, "Memory recommendation rounding factor in bytes. The Memory value will always be rounded up to the nearest multiple of this factor.")
-	fs.BoolVar(&e.CPUIntegerPostProcessorEnabled, "cpu-integer-post-processor-enabled", e.CPUIntegerPostProcessorEnabled, "Enable the cpu-integer recommendation post processor. The post processor will round up CPU recommendations to a whole CPU for pods which were opted in by setting an appropriate label on VPA object (experimental)")
-	p := &o.Peak
-	fs.DurationVar(&p.MemoryHorizon, "peak-memory-horizon", p.MemoryHorizon, "Peak estimator: how much recent history of memory peaks the target covers.")
-	fs.Float64Var(&p.MemoryMargin, "peak-memory-margin", p.MemoryMargin, "Peak estimator: base safety margin over the highest recent memory peak.")
-	fs.Float64Var(&p.MemoryVariabilityFactor, "peak-memory-variability-factor", p.MemoryVariabilityFactor, "Peak estimator: extra margin per unit of (highest recent peak / median peak - 1).")
-	fs.Float64Var(&p.MemoryYoungMargin, "peak-memory-young-margin", p.MemoryYoungMargin, "Peak estimator: extra margin divided by the history length in days (at least 1).")
-	fs.Float64Var(&p.MemoryZeroFactor, "peak-memory-zero-factor", p.MemoryZeroFactor, "Peak estimator: extra margin per unit of z/(1-z), z the weight share of peaks that read as no usage.")
-	fs.Float64Var(&p.MemoryMaxMargin, "peak-memory-max-margin", p.MemoryMaxMargin, "Peak estimator: cap on the total margin.")
-	fs.Float64Var(&p.MemoryLowerBoundFraction, "peak-memory-lower-bound-fraction", p.MemoryLowerBoundFraction, "Peak estimator: lower bound as a fraction of the highest recent peak.")
-	fs.Float64Var(&p.MemoryUpperBoundFactor, "peak-memory-upper-bound-factor", p.MemoryUpperBoundFactor, "Peak estimator: upper bound as a multiple of the target.")
-	ad := &o.Adaptive
-	fs.Float64Var(&ad.CPUTargetPercentile, "adaptive-cpu-target-percentile", ad.CPUTargetPercentile, "Adaptive estimator: CPU usage percentile for the CPU target, in place of --target-cpu-percentile; at most --recommendation-upper-bound-cpu-percentile.")
-	fs.DurationSliceVar(&ad.MemoryHorizons, "adaptive-memory-horizons", ad.MemoryHorizons, "Adaptive estimator: the arms' horizons, how much recent history of memory peaks each arm covers.")
-	fs.Float64SliceVar(&ad.MemoryMargins, "adaptive-memory-margins", ad.MemoryMargins, "Adaptive estimator: the arms' safety margins over their peak.")
-	fs.Float64Var(&ad.MemoryOverrunCost, "adaptive-memory-overrun-cost", ad.MemoryOverrunCost, "Adaptive estimator: cost of the share of past memory peaks an arm leaves uncovered, against the headroom it costs; higher is safer.")
-	fs.Float64Var(&ad.MemoryYoungMargin, "adaptive-memory-young-margin", ad.MemoryYoungMargin, "Adaptive estimator: extra margin divided by the history length in days (at least 1).")
-	fs.Float64Var(&ad.MemoryZeroFactor, "adaptive-memory-zero-factor", ad.MemoryZeroFactor, "Adaptive estimator: extra margin per unit of z/(1-z), z the weight share of peaks that read as no usage.")
-	fs.Float64Var(&ad.MemoryMaxExtraMargin, "adaptive-memory-max-extra-margin", ad.MemoryMaxExtraMargin, "Adaptive estimator: cap on the young and zero margins together.")
-	fs.DurationVar(&ad.MemoryRecordWindow, "adaptive-memory-record-window", ad.MemoryRecordWindow, "Adaptive estimator: how recent a memory peak must be to count as a jump above the peaks below it.")
-	fs.Float64Var(&ad.MemoryRecordFactor, "adaptive-memory-record-factor", ad.MemoryRecordFactor, "Adaptive estimator: margin over the highest recent memory peak per unit of its jump (its value / the next lower peak - 1); 0 turns it off.")
-	fs.Float64Var(&ad.MemoryRecordMaxMargin, "adaptive-memory-record-max-margin", ad.MemoryRecordMaxMargin, "Adaptive estimator: cap on the margin over the highest recent memory peak.")
-	fs.Float64Var(&ad.MemoryLowerBoundFraction, "adaptive-memory-lower-bound-fraction", ad.MemoryLowerBoundFraction, "Adaptive estimator: lower bound as a fraction of the chosen arm's peak.")
-	fs.Float64Var(&ad.MemoryUpperBoundFactor, "adaptive-memory-upper-bound-factor", ad.MemoryUpperBoundFactor, "Adaptive estimator: upper bound as a multiple of the target.")
-}
-
-// AddModelFlags registers the model's tunables (histogram half-lives, memory
-// windows, OOM bump) under upstream's flag names and defaults.
-func AddModelFlags(fs *pflag.FlagSet, m *model.Config) {
-	fs.DurationVar(&m.MemoryAggregationInterval, "memory-aggregation-interval", m.MemoryAggregationInterval, "The length of a single interval, for which the peak memory usage is computed. Memory usage peaks are aggregated in multiples of this interval. In other words there is one memory usage sample per interval (the maximum usage over that interval)")
-	fs.Int64Var(&m.MemoryAggregationIntervalCount, "memory-aggregation-interval-count", m.MemoryAggregationIntervalCount, "The number of consecutive memory-aggregation-intervals which make up the MemoryAggregationWindowLength which in turn is the period for memory usage aggregation by VPA. In other words, `MemoryAggregationWindowLength = memory-aggregation-interval * memory-aggregation-interval-count`.")
-	fs.DurationVar(&m.MemoryHistogramDecayHalfLife, "memory-histogram-decay-half-life", m.MemoryHistogramDecayHalfLife, "The amount of time it takes a historical memory usage sample to lose half of its weight. In other words, a fresh usage sample is twice as 'important' as one with age equal to the half life period.")
-	fs.DurationVar(&m.CPUHistogramDecayHalfLife, "cpu-histogram-decay-half-life", m.CPUHistogramDecayHalfLife, "The amount of time it takes a historical CPU usage sample to lose half of its weight.")
-	fs.Float64Var(&m.OOMBumpUpRatio, "oom-bump-up-ratio", m.OOMBumpUpRatio, "Default memory bump up ratio when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
-	fs.Float64Var(&m.OOMMinBumpUpBytes, "oom-min-bump-up-bytes", m.OOMMinBumpUpBytes, "Default minimal increase of memory (in bytes) when OOM occurs. This value applies to all VPAs unless overridden in the VPA spec.")
 }
