@@ -23,6 +23,7 @@ import (
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
 	"github.com/openvpa/openvpa/kubectl-vpa/report"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
+	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 )
 
 const usage = `kubectl vpa explains and audits VerticalPodAutoscalers.
@@ -33,7 +34,9 @@ Usage:
 
 explain: why the recommendation of VPA NAME is what it is (history, percentiles, margin,
 confidence, clipping limits, OOM kills), how each pod's requests compare with it, and what
-the updater would do with each pod and why.
+the updater would do with each pod and why. It computes the steps of the recommender's
+estimator with the recommender's flags: pass the same --estimator and estimator and model
+flags as the recommender runs with.
 
 report: every VPA in scope with requested and recommended cpu and memory, the savings or
 shortfall, and flags for low confidence, clipping, recommendations not applied, overlapping
@@ -75,6 +78,13 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 		fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 	}
 	e := &o.Explain
+	if cmd == "explain" {
+		fs.StringVar(&e.Estimator, "estimator", e.Estimator, `The recommender's --estimator: the estimator whose steps are explained, "percentile" (upstream's chain), "peak" or "adaptive".`)
+		// The recommender's estimator and model flags, under its names and
+		// defaults: the steps are computed with them.
+		tunables.AddEstimatorFlags(fs, &e.Estimators)
+		tunables.AddModelFlags(fs, e.Model)
+	}
 	fs.StringVar(&o.maxCPU, "container-recommendation-max-allowed-cpu", "", "The recommender's flag of that name, if it is set: explains a target it capped.")
 	fs.StringVar(&o.maxMemory, "container-recommendation-max-allowed-memory", "", "The recommender's flag of that name, if it is set.")
 	fs.IntVar(&o.minReplicas, "min-replicas", o.minReplicas, "The updater's --min-replicas.")
@@ -108,6 +118,11 @@ func (o *Options) Validate(cmd string) error {
 	if o.minReplicas < 1 {
 		return errors.New("--min-replicas must be at least 1")
 	}
+	if cmd == "explain" {
+		if err := tunables.Validate(o.Explain.Estimator, o.Explain.Estimators, *o.Explain.Model); err != nil {
+			return err
+		}
+	}
 	o.Explain.Restriction.MinReplicas = o.minReplicas
 	max := corev1.ResourceList{}
 	for name, s := range map[corev1.ResourceName]string{corev1.ResourceCPU: o.maxCPU, corev1.ResourceMemory: o.maxMemory} {
@@ -121,7 +136,7 @@ func (o *Options) Validate(cmd string) error {
 		max[name] = q
 	}
 	if len(max) > 0 {
-		o.Explain.Estimator.MaxAllowed = max
+		o.Explain.Estimators.Config.MaxAllowed = max
 	}
 	return nil
 }

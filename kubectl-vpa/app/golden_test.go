@@ -64,9 +64,16 @@ func vpa(name, deployment string, mode vpav1.UpdateMode, created time.Time) *vpa
 	}
 }
 
+// oomKill is an OOM kill of a container running with a memory request.
+type oomKill struct {
+	ago     time.Duration
+	request string
+}
+
 // historyCheckpoint is the checkpoint of days of one sample a minute at
-// cpu cores and mem bytes, as the recommender's model writes it.
-func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64) *vpav1.VerticalPodAutoscalerCheckpoint {
+// cpu cores and mem bytes, then the OOM kills, as the recommender's model
+// writes it when the last memory window closes.
+func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64, kills ...oomKill) *vpav1.VerticalPodAutoscalerCheckpoint {
 	t.Helper()
 	start := now.Add(-time.Duration(days) * 24 * time.Hour)
 	a := model.NewAggregateState(model.DefaultConfig(), start)
@@ -80,6 +87,12 @@ func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64)
 		cs.AddCPUSample(ts, model.CPUAmountFromCores(c))
 		cs.AddMemorySample(ts, model.MemoryAmountFromBytes(mem))
 		i++
+	}
+	for _, k := range kills {
+		q := resource.MustParse(k.request)
+		if err := cs.RecordOOM(now.Add(-k.ago), model.ResourceAmount(q.Value())); err != nil {
+			t.Fatal(err)
+		}
 	}
 	st, err := model.SaveCheckpoint(a, []*model.ContainerState{cs}, now)
 	if err != nil {
@@ -97,7 +110,9 @@ func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64)
 //     two pods below the cpu lower bound (one OOM-killed), a PDB that
 //     allows no disruption, three days of checkpointed history;
 //   - api: an Off VPA whose pod requests far more than it uses, with an
-//     HPA on cpu;
+//     HPA on cpu, ten days of checkpointed history ending in two OOM kills
+//     (at requests of 256Mi and 384Mi) and the recommendation the adaptive
+//     estimator writes from it;
 //   - twin-a and twin-b: two VPAs on one Deployment;
 //   - a LimitRange capping containers at 500m cpu, which web's proportional
 //     limit would pass.
@@ -121,10 +136,12 @@ func fixture(t *testing.T) *snapshot.Index {
 		}}},
 		Conditions: []vpav1.VerticalPodAutoscalerCondition{{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue}},
 	}
-	api := vpa("api", "api", vpav1.UpdateModeOff, now.Add(-48*time.Hour))
+	api := vpa("api", "api", vpav1.UpdateModeOff, now.Add(-10*24*time.Hour))
+	// What the recommender running --estimator=adaptive writes from api's
+	// checkpoint.
 	api.Status = vpav1.VerticalPodAutoscalerStatus{
 		Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
-			ContainerName: "app", Target: rl("50m", "262144k"), LowerBound: rl("25m", "250Mi"), UpperBound: rl("90m", "400Mi"), UncappedTarget: rl("50m", "262144k"),
+			ContainerName: "app", Target: rl("49m", "1022269075"), LowerBound: rl("25m", "511134537"), UpperBound: rl("53m", "2044538150"), UncappedTarget: rl("49m", "1022269075"),
 		}}},
 		Conditions: []vpav1.VerticalPodAutoscalerCondition{
 			{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue},
@@ -146,7 +163,10 @@ func fixture(t *testing.T) *snapshot.Index {
 		pod("api", "api-5d9f-a", rl("2", "4Gi"), 20*time.Hour),
 		pod("twin", "twin-5d9f-a", rl("100m", "256Mi"), time.Hour),
 	}
-	s.Checkpoints = []*vpav1.VerticalPodAutoscalerCheckpoint{historyCheckpoint(t, "web", 3, 0.3, 300*1024*1024)}
+	s.Checkpoints = []*vpav1.VerticalPodAutoscalerCheckpoint{
+		historyCheckpoint(t, "web", 3, 0.3, 300*1024*1024),
+		historyCheckpoint(t, "api", 10, 0.02, 180*1024*1024, oomKill{ago: 23 * time.Hour, request: "256Mi"}, oomKill{ago: 21 * time.Hour, request: "384Mi"}),
+	}
 	s.HPAs = []*autoscalingv2.HorizontalPodAutoscaler{{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "api"},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
@@ -192,22 +212,28 @@ func golden(t *testing.T, name string, got []byte) {
 func TestGoldenOutputs(t *testing.T) {
 	ix := fixture(t)
 	tests := map[string]struct {
-		cmd, name, output, file string
+		cmd, name, file string
+		// args are the command's flags, parsed by its flag set.
+		args []string
 	}{
-		"explain web as a table":    {cmd: "explain", name: "web", output: "table", file: "explain-web.txt"},
-		"explain web as JSON":       {cmd: "explain", name: "web", output: "json", file: "explain-web.json"},
-		"explain api as a table":    {cmd: "explain", name: "api", output: "table", file: "explain-api.txt"},
-		"explain twin-b as a table": {cmd: "explain", name: "twin-b", output: "table", file: "explain-twin-b.txt"},
-		"report as a table":         {cmd: "report", output: "table", file: "report.txt"},
-		"report as JSON":            {cmd: "report", output: "json", file: "report.json"},
-		"report as HTML":            {cmd: "report", output: "html", file: "report.html"},
+		"explain web as a table":    {cmd: "explain", name: "web", file: "explain-web.txt"},
+		"explain web as JSON":       {cmd: "explain", name: "web", args: []string{"-o", "json"}, file: "explain-web.json"},
+		"explain api as a table":    {cmd: "explain", name: "api", file: "explain-api.txt"},
+		"explain twin-b as a table": {cmd: "explain", name: "twin-b", file: "explain-twin-b.txt"},
+		"explain web by the peak estimator": {cmd: "explain", name: "web", args: []string{"--estimator=peak", "--peak-memory-margin=0.2"},
+			file: "explain-web-peak.txt"},
+		"explain api by the adaptive estimator": {cmd: "explain", name: "api", args: []string{"--estimator=adaptive"}, file: "explain-api-adaptive.txt"},
+		"explain api by the adaptive estimator as JSON": {cmd: "explain", name: "api", args: []string{"--estimator=adaptive", "-o", "json"},
+			file: "explain-api-adaptive.json"},
+		"report as a table": {cmd: "report", file: "report.txt"},
+		"report as JSON":    {cmd: "report", args: []string{"-o", "json"}, file: "report.json"},
+		"report as HTML":    {cmd: "report", args: []string{"-o", "html", "--out", "unused"}, file: "report.html"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			o := NewOptions()
-			o.Output = tc.output
-			if tc.output == "html" {
-				o.Out = "unused"
+			if err := flagSet(o, tc.cmd).Parse(tc.args); err != nil {
+				t.Fatal(err)
 			}
 			if err := o.Validate(tc.cmd); err != nil {
 				t.Fatal(err)
@@ -239,6 +265,10 @@ func TestValidate(t *testing.T) {
 		"-n with -A":            {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
 		"bad max cpu":           {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
 		"min replicas":          {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
+		"explain adaptive":      {cmd: "explain", args: []string{"--estimator=adaptive", "--adaptive-memory-margins=0,0.2", "--memory-histogram-decay-half-life=48h"}},
+		"unknown estimator":     {cmd: "explain", args: []string{"--estimator=magic"}, wantErr: `--estimator: unknown estimator "magic"`},
+		"bad estimator setting": {cmd: "explain", args: []string{"--estimator=peak", "--peak-memory-upper-bound-factor=0.5"}, wantErr: "peak memory upper bound factor"},
+		"bad model setting":     {cmd: "explain", args: []string{"--oom-bump-up-ratio=0.5"}, wantErr: "oom bump-up ratio must be >= 1"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

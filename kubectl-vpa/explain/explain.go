@@ -35,7 +35,10 @@ import (
 // components' defaults; a cluster that runs them with other flags gives
 // explain the same flags.
 type Options struct {
-	Estimator         estimator.Config
+	// Estimator is the recommender's --estimator: the estimator explained.
+	Estimator string
+	// Estimators are the recommender's estimator settings.
+	Estimators        estimator.Options
 	Model             *model.Config
 	PerVPAConfig      bool
 	Priority          priority.Config
@@ -47,7 +50,8 @@ type Options struct {
 // DefaultOptions returns the components' defaults.
 func DefaultOptions() Options {
 	return Options{
-		Estimator:         estimator.DefaultConfig(),
+		Estimator:         estimator.PercentileName,
+		Estimators:        estimator.DefaultOptions(),
 		Model:             model.DefaultConfig(),
 		Priority:          priority.DefaultConfig(),
 		Restriction:       restriction.Config{MinReplicas: 2, EvictionTolerance: 0.5},
@@ -59,6 +63,8 @@ func DefaultOptions() Options {
 // Explanation is the outcome for one VPA; its JSON form is the output of
 // -o json and -o yaml.
 type Explanation struct {
+	// Estimator is the estimator whose steps are explained.
+	Estimator  string      `json:"estimator"`
 	Namespace  string      `json:"namespace"`
 	Name       string      `json:"name"`
 	Target     string      `json:"target"`
@@ -96,6 +102,9 @@ type Container struct {
 	// CPU and Memory are the estimator's steps from the checkpoint.
 	CPU    *Steps `json:"cpu,omitempty"`
 	Memory *Steps `json:"memory,omitempty"`
+	// MemoryRule is how the peak and adaptive estimators derive the memory
+	// steps; nil for the percentile chain.
+	MemoryRule *MemoryRule `json:"memoryRule,omitempty"`
 	// Clipped lists the limits that moved the target away from the
 	// uncapped target.
 	Clipped []Clip `json:"clipped,omitempty"`
@@ -148,6 +157,81 @@ type Step struct {
 	WithConfidence string   `json:"withConfidence"`
 	Minimum        string   `json:"minimum"`
 	Final          string   `json:"final"`
+}
+
+// MemoryRule is how the peak or adaptive estimator derives memory from the
+// checkpoint's histogram of window peaks (estimator.MemoryRule).
+type MemoryRule struct {
+	// ZeroShare is the share of the peaks' weight that reads as no usage.
+	ZeroShare float64 `json:"zeroShare"`
+	// Typical is the median of the non-zero peaks.
+	Typical string `json:"typical"`
+	// Horizon is how much recent history Level covers.
+	Horizon string `json:"horizon"`
+	// Level is the highest peak of about Horizon, read at LevelPercentile
+	// of the peak histogram.
+	Level           string  `json:"level"`
+	LevelPercentile float64 `json:"levelPercentile"`
+	Margin          Margin  `json:"margin"`
+	// Covered is Level × (1 + Margin.Total).
+	Covered string `json:"covered"`
+	// Arm is the adaptive estimator's chosen arm.
+	Arm *Arm `json:"arm,omitempty"`
+	// RecentJump is the adaptive estimator's recent jump.
+	RecentJump *Jump `json:"recentJump,omitempty"`
+	// Lower, Target and Upper are the rule's amounts, before the pod
+	// minimum.
+	Lower  string `json:"lower"`
+	Target string `json:"target"`
+	Upper  string `json:"upper"`
+}
+
+// Margin is a memory rule's margin in parts.
+type Margin struct {
+	// Base is the peak estimator's base margin, or the chosen arm's.
+	Base float64 `json:"base"`
+	// Variability is the peak estimator's margin for the distance between
+	// the level and the typical peak.
+	Variability float64 `json:"variability"`
+	// Young is the margin for a short history, Zero that for zero readings.
+	Young float64 `json:"young"`
+	Zero  float64 `json:"zero"`
+	// Max is the cap: on the total margin (peak), on young and zero
+	// together (adaptive).
+	Max float64 `json:"max"`
+	// Total is the margin after the cap.
+	Total float64 `json:"total"`
+}
+
+// Arm is the adaptive estimator's chosen arm and its score: Cost =
+// Headroom + OverrunCost × Overrun.
+type Arm struct {
+	// Scored is how many arms were scored.
+	Scored      int     `json:"scored"`
+	Headroom    float64 `json:"headroom"`
+	Overrun     float64 `json:"overrun"`
+	OverrunCost float64 `json:"overrunCost"`
+	Cost        float64 `json:"cost"`
+}
+
+// Jump is the adaptive estimator's recent jump: the highest recent peak
+// (Top) over the next lower peak (Prior).
+type Jump struct {
+	Found bool `json:"found"`
+	// Window is how recent a peak must be to count.
+	Window string `json:"window"`
+	// Factor and MaxMargin give Margin = min(Factor × (Top/Prior − 1),
+	// MaxMargin).
+	Factor     float64 `json:"factor"`
+	MaxMargin  float64 `json:"maxMargin"`
+	Top        string  `json:"top,omitempty"`
+	Prior      string  `json:"prior,omitempty"`
+	Percentile float64 `json:"percentile,omitempty"`
+	Margin     float64 `json:"margin,omitempty"`
+	Covered    string  `json:"covered,omitempty"`
+	// SetsTarget is whether Covered is above the arm's and sets the
+	// target.
+	SetsTarget bool `json:"setsTarget"`
 }
 
 // Clip is a limit that moved a target.
@@ -213,7 +297,10 @@ func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Exp
 	if o.Model == nil {
 		o.Model = model.DefaultConfig()
 	}
-	e := &Explanation{Namespace: v.Namespace, Name: v.Name, UpdateMode: string(vpav1.GetUpdateMode(v)), Warnings: ix.Warnings}
+	if o.Estimator == "" {
+		o.Estimator = estimator.PercentileName
+	}
+	e := &Explanation{Estimator: o.Estimator, Namespace: v.Namespace, Name: v.Name, UpdateMode: string(vpav1.GetUpdateMode(v)), Warnings: ix.Warnings}
 	if v.Spec.TargetRef != nil {
 		e.Target = v.Spec.TargetRef.Kind + "/" + v.Spec.TargetRef.Name
 	}
@@ -232,9 +319,13 @@ func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Exp
 	if m := hpa.Message(v, hpa.Conflicts(v, ix.HPAsIn(v.Namespace), names)); m != "" {
 		e.Problems = append(e.Problems, m)
 	}
+	est, err := estimator.New(o.Estimator, o.Estimators)
+	if err != nil {
+		e.Problems = append(e.Problems, "estimator: "+err.Error())
+	}
 	cps := ix.CheckpointsOf(v)
 	for _, name := range names {
-		e.Containers = append(e.Containers, container(ix, v, name, cps[name], pods, o))
+		e.Containers = append(e.Containers, container(ix, v, name, cps[name], pods, est, o))
 	}
 	e.Pods, e.Updater = updater(ix, v, o)
 	return e
@@ -266,7 +357,7 @@ func containerNames(v *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, cps map[
 }
 
 func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, cp *vpav1.VerticalPodAutoscalerCheckpoint,
-	pods []*corev1.Pod, o Options) Container {
+	pods []*corev1.Pod, est estimator.Explainer, o Options) Container {
 	policy := vpav1.GetContainerResourcePolicy(name, v.Spec.ResourcePolicy)
 	c := Container{Name: name, Mode: string(policy.ScalingMode()), ControlledValues: string(policy.ControlledValuesOrDefault())}
 	for _, r := range policy.ControlledResourcesOrDefault() {
@@ -283,7 +374,7 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 	if status != nil {
 		c.Status = &Recommendation{Target: quantities(status.Target), UncappedTarget: quantities(status.UncappedTarget),
 			LowerBound: quantities(status.LowerBound), UpperBound: quantities(status.UpperBound)}
-		for _, clip := range o.Estimator.Clips(name, v.Spec.ResourcePolicy, status.UncappedTarget) {
+		for _, clip := range o.Estimators.Config.Clips(name, v.Spec.ResourcePolicy, status.UncappedTarget) {
 			t := status.Target[clip.Resource]
 			u := status.UncappedTarget[clip.Resource]
 			c.Clipped = append(c.Clipped, Clip{Resource: string(clip.Resource), Limit: clip.Limit, Value: clip.Value.String(), Uncapped: u.String(), Target: t.String()})
@@ -300,7 +391,17 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 		}
 	}
 	if cp != nil {
-		c.History, c.CPU, c.Memory = history(cp, v, name, len(recommendedNames(v, ix.CheckpointsOf(v), pods)), o, ix.Now)
+		var a *model.AggregateState
+		c.History, a = history(cp, v, name, o.Estimator, o, ix.Now)
+		// The pod minimum is split across the recommended containers.
+		minimum := o.Estimators.Config.PodMinimum(max(len(recommendedNames(v, ix.CheckpointsOf(v), pods)), 1))
+		if a != nil && est != nil {
+			b := est.Explain(a, minimum)
+			c.CPU, c.Memory = steps(b.CPU, cpuQuantity, false), steps(b.Memory, memoryQuantity, b.MemoryRule != nil)
+			if b.MemoryRule != nil {
+				c.MemoryRule = memoryRule(b.MemoryRule, o)
+			}
+		}
 		if c.Memory != nil && cp.Status.MemoryHistogram.TotalWeight == 0 {
 			c.Notes = append(c.Notes, "the checkpoint holds no memory peak yet: a peak enters it when its memory aggregation window "+
 				"(24h by default) closes, so the memory estimate here is the pod minimum while the status also counts the open window")
@@ -356,48 +457,84 @@ func recommendedNames(v *vpav1.VerticalPodAutoscaler, cps map[string]*vpav1.Vert
 	return out
 }
 
-// history restores the checkpoint into the recommender's model and runs the
-// recommender's estimator over it.
-func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name string, containers int, o Options, now time.Time) (*History, *Steps, *Steps) {
+// history restores the checkpoint into the model the recommender runs the
+// estimator called estimatorName on, as of the checkpoint's time; the
+// aggregate is nil when the checkpoint cannot be restored.
+func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name, estimatorName string, o Options, now time.Time) (*History, *model.AggregateState) {
 	h := &History{Checkpointed: cp.Status.LastUpdateTime, FirstSampleStart: cp.Status.FirstSampleStart, LastSampleStart: cp.Status.LastSampleStart,
 		Samples: cp.Status.TotalSamplesCount}
-	cfg := o.Model
-	if o.PerVPAConfig {
-		cfg = cfg.ForPolicy(vpav1.GetContainerResourcePolicy(name, v.Spec.ResourcePolicy))
-	}
-	// Restored as of the checkpoint's time, as the recommender would have
-	// held it then.
-	at := cp.Status.LastUpdateTime.Time
-	if at.IsZero() {
-		at = now
-	}
-	a, err := model.RestoreCheckpoint(cfg, &cp.Status, at)
+	a, err := restore(cp, v, name, estimatorName, o, now)
 	if err != nil {
 		h.Error = err.Error()
-		return h, nil, nil
+		return h, nil
 	}
 	if !a.LastSampleStart.IsZero() && !a.FirstSampleStart.IsZero() {
 		h.Days = round(a.LastSampleStart.Sub(a.FirstSampleStart).Hours()/24, 2)
 	}
 	h.Confidence = round(a.Confidence(estimator.ConfidenceUnit), 2)
-	if containers < 1 {
-		containers = 1
-	}
-	b := estimator.NewPercentile(o.Estimator).Explain(a, o.Estimator.PodMinimum(containers))
-	return h, steps(b.CPU, cpuQuantity), steps(b.Memory, memoryQuantity)
+	return h, a
 }
 
-func steps(r estimator.ResourceSteps, q func(model.ResourceAmount) string) *Steps {
+// restore restores the checkpoint as the recommender running the estimator
+// called estimatorName holds it (estimator.ModelConfig), as of the
+// checkpoint's time.
+func restore(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name, estimatorName string, o Options, now time.Time) (*model.AggregateState, error) {
+	cfg := estimator.ModelConfig(estimatorName, *o.Model)
+	if o.PerVPAConfig {
+		cfg = *cfg.ForPolicy(vpav1.GetContainerResourcePolicy(name, v.Spec.ResourcePolicy))
+	}
+	at := cp.Status.LastUpdateTime.Time
+	if at.IsZero() {
+		at = now
+	}
+	return model.RestoreCheckpoint(&cfg, &cp.Status, at)
+}
+
+// steps converts one resource's steps; the steps of a memory rule have no
+// confidence scaling.
+func steps(r estimator.ResourceSteps, q func(model.ResourceAmount) string, rule bool) *Steps {
 	conv := func(s estimator.Step) Step {
 		st := Step{Percentile: s.Percentile, Histogram: q(s.Raw), WithMargin: q(s.WithMargin),
 			WithConfidence: q(s.WithConfidence), Minimum: q(s.Minimum), Final: q(s.Final)}
-		if s.WithConfidence != s.WithMargin || s.Confidence != 0 {
+		if !rule && (s.WithConfidence != s.WithMargin || s.Confidence != 0) {
 			c := s.Confidence
 			st.Confidence = &c
 		}
 		return st
 	}
 	return &Steps{Target: conv(r.Target), LowerBound: conv(r.LowerBound), UpperBound: conv(r.UpperBound)}
+}
+
+// memoryRule converts the estimator's memory rule, with the caps and costs
+// of the explained estimator's settings.
+func memoryRule(r *estimator.MemoryRule, o Options) *MemoryRule {
+	bytes := func(b float64) string { return memoryQuantity(model.MemoryAmountFromBytes(b)) }
+	out := &MemoryRule{
+		ZeroShare: r.ZeroShare, Typical: bytes(r.Typical), Horizon: duration(r.Horizon), Level: bytes(r.Level), LevelPercentile: r.LevelPercentile,
+		Margin:  Margin{Base: r.BaseMargin, Variability: r.VariabilityMargin, Young: r.YoungMargin, Zero: r.ZeroMargin, Max: o.Estimators.Peak.MemoryMaxMargin, Total: r.Margin},
+		Covered: bytes(r.Covered), Lower: memoryQuantity(r.Lower), Target: memoryQuantity(r.Target), Upper: memoryQuantity(r.Upper),
+	}
+	if o.Estimator == estimator.AdaptiveName {
+		ad := o.Estimators.Adaptive
+		out.Margin.Max = ad.MemoryMaxExtraMargin
+		out.Arm = &Arm{Scored: r.Arms, Headroom: r.Headroom, Overrun: r.Overrun, OverrunCost: ad.MemoryOverrunCost, Cost: r.Cost}
+		j := r.Jump
+		out.RecentJump = &Jump{Found: j.Found, Window: duration(ad.MemoryRecordWindow), Factor: ad.MemoryRecordFactor, MaxMargin: ad.MemoryRecordMaxMargin, SetsTarget: j.Raised}
+		if j.Found {
+			out.RecentJump.Top, out.RecentJump.Prior, out.RecentJump.Covered = bytes(j.Top), bytes(j.Prior), bytes(j.Covered)
+			out.RecentJump.Percentile, out.RecentJump.Margin = j.Percentile, j.Margin
+		}
+	}
+	return out
+}
+
+// duration formats whole days as "14d", anything else as Go does.
+func duration(d time.Duration) string {
+	const day = 24 * time.Hour
+	if d > 0 && d%day == 0 {
+		return fmt.Sprintf("%dd", d/day)
+	}
+	return d.String()
 }
 
 func cpuQuantity(m model.ResourceAmount) string {

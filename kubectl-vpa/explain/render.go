@@ -3,6 +3,8 @@ package explain
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -17,7 +19,7 @@ import (
 func WriteTable(w io.Writer, e *Explanation) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
-	p("VPA %s/%s\ttarget %s\tmode %s\n", e.Namespace, e.Name, orNone(e.Target), e.UpdateMode)
+	p("VPA %s/%s\ttarget %s\tmode %s\testimator %s\n", e.Namespace, e.Name, orNone(e.Target), e.UpdateMode, orNone(e.Estimator))
 	for _, c := range e.Conditions {
 		line := "  condition " + c.Type + "=" + c.Status
 		if c.Reason != "" {
@@ -64,10 +66,13 @@ func WriteTable(w io.Writer, e *Explanation) error {
 					if b.step.Confidence != nil {
 						conf = fmt.Sprintf("%.3g", *b.step.Confidence)
 					}
-					p("  %s %s\tP%g\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, b.name, b.step.Percentile*100, b.step.Histogram, b.step.WithMargin,
+					p("  %s %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.name, b.name, percentile(b.step.Percentile), b.step.Histogram, b.step.WithMargin,
 						conf, b.step.WithConfidence, b.step.Minimum, b.step.Final, readable(r.name, b.status[r.name]))
 				}
 			}
+		}
+		if r := c.MemoryRule; r != nil {
+			writeRule(p, r)
 		}
 		if c.Status != nil {
 			p("  status: target %s; uncapped %s; bounds [%s, %s]\n", list(c.Status.Target), list(c.Status.UncappedTarget), list(c.Status.LowerBound), list(c.Status.UpperBound))
@@ -123,6 +128,45 @@ func WriteTable(w io.Writer, e *Explanation) error {
 		p("warning: %s\n", wn)
 	}
 	return tw.Flush()
+}
+
+// writeRule writes the memory rule's line, and the recent jump's for the
+// adaptive estimator.
+func writeRule(p func(string, ...any), r *MemoryRule) {
+	m := r.Margin
+	peak := fmt.Sprintf("the highest peak of %s, %s at %s (typical %s; %.3g%% of the peaks read 0)",
+		r.Horizon, r.Level, percentile(r.LevelPercentile), r.Typical, r.ZeroShare*100)
+	if a := r.Arm; a != nil {
+		p("  memory rule: of %d arms the cheapest covers %s, with margin %.3g arm + %.3g young + %.3g zero readings = %.3g (young and zero at most %.3g): %s; cost %.3g = headroom %.3g + %.3g × overrun %.3g\n",
+			a.Scored, peak, m.Base, m.Young, m.Zero, m.Total, m.Max, r.Covered, a.Cost, a.Headroom, a.OverrunCost, a.Overrun)
+	} else {
+		p("  memory rule: covers %s, with margin %.3g base + %.3g variability + %.3g young + %.3g zero readings = %.3g (at most %.3g): %s\n",
+			peak, m.Base, m.Variability, m.Young, m.Zero, m.Total, m.Max, r.Covered)
+	}
+	j := r.RecentJump
+	switch {
+	case j == nil:
+	case !j.Found:
+		p("  recent jump: none (no peak of the last %s above a lower one)\n", j.Window)
+	default:
+		effect := "not above the arm's: the arm sets the target"
+		if j.SetsTarget {
+			effect = "above the arm's: sets the target, and the lower bound from " + j.Top
+		}
+		p("  recent jump: %s at %s over %s, with margin min(%.3g × (%s/%s − 1), %.3g) = %.3g: %s, %s\n",
+			j.Top, percentile(j.Percentile), j.Prior, j.Factor, j.Top, j.Prior, j.MaxMargin, j.Margin, j.Covered, effect)
+	}
+}
+
+// percentile formats p (0.99996) as a percentile, P99.996: in percent,
+// truncated to three decimals, so a percentile below 1 never shows as
+// P100.
+func percentile(p float64) string {
+	v := math.Floor(p*1e5+1e-6) / 1000
+	if v >= 100 && p < 1 {
+		v = 99.999
+	}
+	return "P" + strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 func target(r *Recommendation) map[string]string {
