@@ -401,6 +401,11 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 			if b.MemoryRule != nil {
 				c.MemoryRule = memoryRule(b.MemoryRule, o)
 			}
+			if status != nil && cp.Status.MemoryHistogram.TotalWeight > 0 {
+				if n := otherEstimator(status, b.Amounts().Target.Memory, cp, v, name, minimum, o, ix.Now); n != "" {
+					c.Notes = append(c.Notes, n)
+				}
+			}
 		}
 		if c.Memory != nil && cp.Status.MemoryHistogram.TotalWeight == 0 {
 			c.Notes = append(c.Notes, "the checkpoint holds no memory peak yet: a peak enters it when its memory aggregation window "+
@@ -488,6 +493,50 @@ func restore(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAuto
 		at = now
 	}
 	return model.RestoreCheckpoint(&cfg, &cp.Status, at)
+}
+
+// otherEstimator returns a note when the status's uncapped memory target is
+// more than 1% from estimate, the explained estimator's, but within 1% of
+// what another estimator (with the same settings, from the same checkpoint)
+// estimates: the recommender likely runs that one.
+func otherEstimator(status *vpav1.RecommendedContainerResources, estimate model.ResourceAmount, cp *vpav1.VerticalPodAutoscalerCheckpoint,
+	v *vpav1.VerticalPodAutoscaler, name string, minimum estimator.Resources, o Options, now time.Time) string {
+	q, ok := status.UncappedTarget[corev1.ResourceMemory]
+	if !ok {
+		return ""
+	}
+	got := model.ResourceAmount(q.Value())
+	if within(got, estimate) {
+		return ""
+	}
+	var matches []string
+	for _, n := range estimator.Names() {
+		if n == o.Estimator {
+			continue
+		}
+		e, err := estimator.New(n, o.Estimators)
+		if err != nil {
+			continue
+		}
+		a, err := restore(cp, v, name, n, o, now)
+		if err != nil {
+			continue
+		}
+		if other := e.Estimate(a, minimum).Target.Memory; within(got, other) {
+			matches = append(matches, fmt.Sprintf("the %s estimator's %s: the recommender likely runs --estimator=%s; pass --estimator=%s to explain its steps", n, memoryQuantity(other), n, n))
+		}
+	}
+	if len(matches) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the status's uncapped memory target %s is more than 1%% from the %s estimator's estimate %s and within 1%% of %s",
+		memoryQuantity(got), o.Estimator, memoryQuantity(estimate), strings.Join(matches, ", or of "))
+}
+
+// within reports whether got is within 1% of want.
+func within(got, want model.ResourceAmount) bool {
+	d := float64(got) - float64(want)
+	return d <= 0.01*float64(want) && d >= -0.01*float64(want)
 }
 
 // steps converts one resource's steps; the steps of a memory rule have no

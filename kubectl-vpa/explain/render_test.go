@@ -1,0 +1,26 @@
+package explain
+
+import "testing"
+
+func TestPercentile(t *testing.T) {
+	tests := map[string]struct {
+		p    float64
+		want string
+	}{
+		"the upstream target":          {p: 0.9, want: "P90"},
+		"the adaptive CPU target":      {p: 0.93, want: "P93"},
+		"a product just below a whole": {p: 0.29, want: "P29"},
+		"the peak estimator's 14 days": {p: 1 - 0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5*0.5/2, want: "P99.996"},
+		"truncated, not rounded up":    {p: 0.99999, want: "P99.999"},
+		"never P100 below the maximum": {p: 1 - 1e-12, want: "P99.999"},
+		"the maximum":                  {p: 1, want: "P100"},
+		"three decimals, truncated":    {p: 0.123456, want: "P12.345"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := percentile(tc.p); got != tc.want {
+				t.Errorf("percentile(%v) = %s, want %s", tc.p, got, tc.want)
+			}
+		})
+	}
+}
