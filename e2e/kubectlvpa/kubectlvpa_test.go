@@ -54,12 +54,14 @@ func setup(t *testing.T) *env {
 	return &env{c: c, ns: c.NewNamespace(t), vpa: vpaclient.NewForConfigOrDie(c.Config)}
 }
 
-func (e *env) runRecommender(t *testing.T) {
+// runRecommender starts the recommender for the namespace, with extra
+// flags after the common ones.
+func (e *env) runRecommender(t *testing.T, extra ...string) {
 	t.Helper()
 	e.c.RunComponent(t, framework.Component{
 		Binary: e.c.BuildBinary(t, "./recommender"),
-		Args: []string{"--recommender-interval=5s", "--checkpoints-gc-interval=1m", "--checkpoints-write-interval=5s",
-			"--address=127.0.0.1:0", "--v=3", "--vpa-object-namespace=" + e.ns},
+		Args: append([]string{"--recommender-interval=5s", "--checkpoints-gc-interval=1m", "--checkpoints-write-interval=5s",
+			"--address=127.0.0.1:0", "--v=3", "--vpa-object-namespace=" + e.ns}, extra...),
 		ServiceAccount: "kube-system/vpa-recommender",
 	})
 }
@@ -172,10 +174,11 @@ func (e *env) plugin(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func (e *env) explainJSON(t *testing.T, name string) *explain.Explanation {
+// explainJSON runs explain NAME -o json with the extra flags.
+func (e *env) explainJSON(t *testing.T, name string, extra ...string) *explain.Explanation {
 	t.Helper()
 	var out explain.Explanation
-	if err := json.Unmarshal([]byte(e.plugin(t, "explain", name, "-n", e.ns, "-o", "json")), &out); err != nil {
+	if err := json.Unmarshal([]byte(e.plugin(t, append([]string{"explain", name, "-n", e.ns, "-o", "json"}, extra...)...)), &out); err != nil {
 		t.Fatal(err)
 	}
 	return &out
@@ -547,38 +550,9 @@ func TestExplainRestoredCheckpoint(t *testing.T) {
 	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Usage: framework.Usage{CPU: "200m", Memory: "300Mi"}})
 	e.createVPA(t, newVPA(e.ns, "web", "web", vpav1.UpdateModeOff, nil))
 
-	// Three days of one sample a minute at 200m and 300Mi, as the
-	// recommender's model would have recorded them.
-	now := time.Now()
-	start := now.Add(-72 * time.Hour)
-	a := model.NewAggregateState(model.DefaultConfig(), start)
-	cs := model.NewContainerState(a)
-	for ts := start; ts.Before(now); ts = ts.Add(time.Minute) {
-		cs.AddCPUSample(ts, model.CPUAmountFromCores(0.2))
-		cs.AddMemorySample(ts, model.MemoryAmountFromBytes(300*1024*1024))
-	}
-	status, err := model.SaveCheckpoint(a, []*model.ContainerState{cs}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := &vpav1.VerticalPodAutoscalerCheckpoint{
-		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: checkpoint.Name("web", "app")},
-		Spec:       vpav1.VerticalPodAutoscalerCheckpointSpec{VPAObjectName: "web", ContainerName: "app"},
-		Status:     status,
-	}
-	if _, err := e.vpa.AutoscalingV1().VerticalPodAutoscalerCheckpoints(e.ns).Create(context.Background(), cp, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	e.createThreeDayCheckpoint(t, "web")
 	e.runRecommender(t)
-	e.waitFor(t, "web", func(v *vpav1.VerticalPodAutoscaler) error {
-		if err := hasRecommendation(v); err != nil {
-			return err
-		}
-		if c := framework.Condition(v, vpav1.LowConfidence); c != nil {
-			return fmt.Errorf("LowConfidence = %+v with three days restored", c)
-		}
-		return nil
-	})
+	e.waitForRestored(t, "web")
 	x := e.explainJSON(t, "web")
 	c := container(t, x, "app")
 	h := c.History
@@ -596,5 +570,103 @@ func TestExplainRestoredCheckpoint(t *testing.T) {
 	text := e.plugin(t, "explain", "web", "-n", e.ns)
 	if !strings.Contains(text, "history: 3.00 days") && !strings.Contains(text, "history: 3.01 days") {
 		t.Errorf("explain does not show the restored three days:\n%s", text)
+	}
+}
+
+// createThreeDayCheckpoint creates the checkpoint of container app of VPA
+// vpaName holding three days of one sample a minute at 200m and 300Mi, as
+// the recommender's model would have recorded them.
+func (e *env) createThreeDayCheckpoint(t *testing.T, vpaName string) {
+	t.Helper()
+	now := time.Now()
+	start := now.Add(-72 * time.Hour)
+	a := model.NewAggregateState(model.DefaultConfig(), start)
+	cs := model.NewContainerState(a)
+	for ts := start; ts.Before(now); ts = ts.Add(time.Minute) {
+		cs.AddCPUSample(ts, model.CPUAmountFromCores(0.2))
+		cs.AddMemorySample(ts, model.MemoryAmountFromBytes(300*1024*1024))
+	}
+	status, err := model.SaveCheckpoint(a, []*model.ContainerState{cs}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := &vpav1.VerticalPodAutoscalerCheckpoint{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: checkpoint.Name(vpaName, "app")},
+		Spec:       vpav1.VerticalPodAutoscalerCheckpointSpec{VPAObjectName: vpaName, ContainerName: "app"},
+		Status:     status,
+	}
+	if _, err := e.vpa.AutoscalingV1().VerticalPodAutoscalerCheckpoints(e.ns).Create(context.Background(), cp, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitForRestored waits for a recommendation of the VPA without
+// LowConfidence: the restored three days back it.
+func (e *env) waitForRestored(t *testing.T, name string) *vpav1.VerticalPodAutoscaler {
+	t.Helper()
+	return e.waitFor(t, name, func(v *vpav1.VerticalPodAutoscaler) error {
+		if err := hasRecommendation(v); err != nil {
+			return err
+		}
+		if c := framework.Condition(v, vpav1.LowConfidence); c != nil {
+			return fmt.Errorf("LowConfidence = %+v with three days restored", c)
+		}
+		return nil
+	})
+}
+
+// TestExplainAdaptiveEstimator: the recommender runs --estimator=adaptive
+// over a restored three-day checkpoint. Explained with --estimator=adaptive,
+// the memory estimate is within 1% of the status, with the young margin of
+// a three-day history, and no note; explained without it (the percentile
+// chain), the estimate is not, and a note points at --estimator=adaptive.
+func TestExplainAdaptiveEstimator(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Usage: framework.Usage{CPU: "200m", Memory: "300Mi"}})
+	e.createVPA(t, newVPA(e.ns, "web", "web", vpav1.UpdateModeOff, nil))
+	e.createThreeDayCheckpoint(t, "web")
+	e.runRecommender(t, "--estimator=adaptive")
+	e.waitForRestored(t, "web")
+
+	memory := func(s string) float64 {
+		t.Helper()
+		q, err := resource.ParseQuantity(s)
+		if err != nil {
+			t.Fatalf("memory %q: %v", s, err)
+		}
+		return float64(q.Value())
+	}
+	within := func(got, want float64) bool { return got >= want*0.99 && got <= want*1.01 }
+
+	x := e.explainJSON(t, "web", "--estimator=adaptive")
+	c := container(t, x, "app")
+	if x.Estimator != "adaptive" || c.Memory == nil || c.MemoryRule == nil || c.Status == nil {
+		t.Fatalf("explain --estimator=adaptive: estimator %q, memory steps %+v, memory rule %+v, status %+v", x.Estimator, c.Memory, c.MemoryRule, c.Status)
+	}
+	status := memory(c.Status.UncappedTarget["memory"])
+	if estimate := memory(c.Memory.Target.Final); !within(estimate, status) {
+		t.Errorf("adaptive memory estimate %s is not within 1%% of the status's uncapped target %s", c.Memory.Target.Final, c.Status.UncappedTarget["memory"])
+	}
+	// Three days: the young margin 3/3.
+	if young := c.MemoryRule.Margin.Young; young < 0.95 || young > 1.01 {
+		t.Errorf("young margin %v, want about 3/3 days = 1 (rule %+v)", young, c.MemoryRule)
+	}
+	for _, n := range c.Notes {
+		if strings.Contains(n, "--estimator=") {
+			t.Errorf("explain --estimator=adaptive notes another estimator: %s", n)
+		}
+	}
+
+	x = e.explainJSON(t, "web")
+	c = container(t, x, "app")
+	if x.Estimator != "percentile" || c.Memory == nil || c.MemoryRule != nil {
+		t.Fatalf("explain: estimator %q, memory steps %+v, memory rule %+v; want the percentile chain", x.Estimator, c.Memory, c.MemoryRule)
+	}
+	if estimate := memory(c.Memory.Target.Final); within(estimate, memory(c.Status.UncappedTarget["memory"])) {
+		t.Errorf("percentile memory estimate %s is within 1%% of the adaptive status %s", c.Memory.Target.Final, c.Status.UncappedTarget["memory"])
+	}
+	if notes := strings.Join(c.Notes, "\n"); !strings.Contains(notes, "--estimator=adaptive") {
+		t.Errorf("explain without --estimator: notes %q, want one pointing at --estimator=adaptive", c.Notes)
 	}
 }
