@@ -146,13 +146,13 @@ func (p *Adaptive) Recommend(aggregates map[string]*model.AggregateState, policy
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
 // chain, memory from MemoryRule, each at least minimum.
 func (p *Adaptive) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	r := p.MemoryRule(&a.Memory, history(a), a.LastSampleStart)
+	r := p.MemoryRule(&a.Memory, historySpan(a), a.LastSampleStart)
 	return ruleEstimate(p.percentile, &r, a, minimum)
 }
 
 // Explain computes Estimate step by step, with the memory rule.
 func (p *Adaptive) Explain(a *model.AggregateState, minimum Resources) Breakdown {
-	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, history(a), a.LastSampleStart), a, minimum)
+	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, historySpan(a), a.LastSampleStart), a, minimum)
 }
 
 // peakBucket is one non-empty bucket of a memory peak histogram above the

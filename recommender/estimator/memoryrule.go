@@ -128,8 +128,8 @@ func ruleExplain(pc *Percentile, r MemoryRule, a *model.AggregateState, minimum 
 	return b
 }
 
-// history is the span of a's samples, which the young margins are divided
+// historySpan is the span of a's samples, which the young margins are divided
 // by.
-func history(a *model.AggregateState) time.Duration {
+func historySpan(a *model.AggregateState) time.Duration {
 	return a.LastSampleStart.Sub(a.FirstSampleStart)
 }

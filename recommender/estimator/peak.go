@@ -107,13 +107,13 @@ func (p *Peak) Recommend(aggregates map[string]*model.AggregateState, policy *vp
 // Estimate returns the raw amounts for one aggregate: CPU from the percentile
 // chain, memory from MemoryRule, each at least minimum.
 func (p *Peak) Estimate(a *model.AggregateState, minimum Resources) Amounts {
-	r := p.MemoryRule(&a.Memory, history(a))
+	r := p.MemoryRule(&a.Memory, historySpan(a))
 	return ruleEstimate(p.percentile, &r, a, minimum)
 }
 
 // Explain computes Estimate step by step, with the memory rule.
 func (p *Peak) Explain(a *model.AggregateState, minimum Resources) Breakdown {
-	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, history(a)), a, minimum)
+	return ruleExplain(p.percentile, p.MemoryRule(&a.Memory, historySpan(a)), a, minimum)
 }
 
 // boundErrors checks the lower bound fraction (in (0, 1]) and the upper
