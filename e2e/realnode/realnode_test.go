@@ -97,6 +97,17 @@ func (e *env) uninstall(t *testing.T) {
 			out, _ := e.c.KubectlE("logs", "-n", system, "deployment/"+name, "--all-containers", "--tail=60")
 			t.Logf("logs of %s:\n%s", name, out)
 		}
+		// Whether the API server reached the webhook: a call that failed is admitted unpatched
+		// (failurePolicy Ignore) and leaves only this line behind.
+		if b, err := os.ReadFile(filepath.Join(e.c.Dir, "logs", "kube-apiserver.log")); err == nil {
+			var calls []string
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, "vpa.k8s.io") || strings.Contains(line, "vpa-webhook") {
+					calls = append(calls, line)
+				}
+			}
+			t.Logf("the API server's last %d lines about the webhook:\n%s", min(len(calls), 20), strings.Join(calls[max(len(calls)-20, 0):], "\n"))
+		}
 	}
 	if out, err := e.c.KubectlE("delete", "-k", filepath.Join(e.c.RepoRoot, "deploy/overlays/local"), "--ignore-not-found", "--wait=true", "--timeout=90s"); err != nil {
 		t.Logf("removing deploy/: %v\n%s", err, out)
