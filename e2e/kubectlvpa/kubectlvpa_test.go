@@ -648,6 +648,11 @@ func TestExplainAdaptiveEstimator(t *testing.T) {
 	if estimate := memory(c.Memory.Target.Final); !within(estimate, status) {
 		t.Errorf("adaptive memory estimate %s is not within 1%% of the status's uncapped target %s", c.Memory.Target.Final, c.Status.UncappedTarget["memory"])
 	}
+	// What explain expects the recommender to write (estimator.Finish over the estimate) is the
+	// status, up to the samples the recommender added since the restore.
+	if x := c.ExpectedStatus; x == nil || !within(memory(x.UncappedTarget["memory"]), status) {
+		t.Errorf("expected status %+v, want its uncapped memory within 1%% of the status's %s", x, c.Status.UncappedTarget["memory"])
+	}
 	// Three days: the young margin 3/3.
 	if young := c.MemoryRule.Margin.Young; young < 0.95 || young > 1.01 {
 		t.Errorf("young margin %v, want about 3/3 days = 1 (rule %+v)", young, c.MemoryRule)

@@ -222,6 +222,8 @@ func TestGoldenOutputs(t *testing.T) {
 		"explain twin-b as a table": {cmd: "explain", name: "twin-b", file: "explain-twin-b.txt"},
 		"explain web by the peak estimator": {cmd: "explain", name: "web", args: []string{"--estimator=peak", "--peak-memory-margin=0.2"},
 			file: "explain-web-peak.txt"},
+		"explain web with the recommender's rounding": {cmd: "explain", name: "web", args: []string{"--round-cpu-millicores=100", "--round-memory-bytes=67108864"},
+			file: "explain-web-rounded.txt"},
 		"explain api by the adaptive estimator": {cmd: "explain", name: "api", args: []string{"--estimator=adaptive"}, file: "explain-api-adaptive.txt"},
 		"explain api by the adaptive estimator as JSON": {cmd: "explain", name: "api", args: []string{"--estimator=adaptive", "-o", "json"},
 			file: "explain-api-adaptive.json"},

@@ -97,6 +97,12 @@ type Container struct {
 	ControlledResources []string `json:"controlledResources"`
 	// Status is the recommendation in the VPA status, nil when none.
 	Status *Recommendation `json:"status,omitempty"`
+	// ExpectedStatus is what the recommender writes in the status from the
+	// estimate (estimator.Finish: the --round-* flags, --humanize-memory,
+	// the integer-CPU post-processor, the policy's and the global limits):
+	// Status, when the recommender runs the explained estimator with the
+	// same flags over the checkpoint's history. Nil without a checkpoint.
+	ExpectedStatus *Recommendation `json:"expectedStatus,omitempty"`
 	// History is what the container's checkpoint holds, nil without one.
 	History *History `json:"history,omitempty"`
 	// CPU and Memory are the estimator's steps from the checkpoint.
@@ -372,8 +378,7 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 		}
 	}
 	if status != nil {
-		c.Status = &Recommendation{Target: quantities(status.Target), UncappedTarget: quantities(status.UncappedTarget),
-			LowerBound: quantities(status.LowerBound), UpperBound: quantities(status.UpperBound)}
+		c.Status = recommendation(status)
 		for _, clip := range o.Estimators.Config.Clips(name, v.Spec.ResourcePolicy, status.UncappedTarget) {
 			t := status.Target[clip.Resource]
 			u := status.UncappedTarget[clip.Resource]
@@ -401,8 +406,10 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 			if b.MemoryRule != nil {
 				c.MemoryRule = memoryRule(b.MemoryRule, o)
 			}
+			expected := written(o, v, name, b.Amounts())
+			c.ExpectedStatus = recommendation(&expected)
 			if status != nil && cp.Status.MemoryHistogram.TotalWeight > 0 {
-				if n := otherEstimator(status, b.Amounts().Target.Memory, cp, v, name, minimum, o, ix.Now); n != "" {
+				if n := otherEstimator(status, &expected, cp, v, name, minimum, o, ix.Now); n != "" {
 					c.Notes = append(c.Notes, n)
 				}
 			}
@@ -496,17 +503,17 @@ func restore(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAuto
 }
 
 // otherEstimator returns a note when the status's uncapped memory target is
-// more than 1% from estimate, the explained estimator's, but within 1% of
-// what another estimator (with the same settings, from the same checkpoint)
-// estimates: the recommender likely runs that one.
-func otherEstimator(status *vpav1.RecommendedContainerResources, estimate model.ResourceAmount, cp *vpav1.VerticalPodAutoscalerCheckpoint,
+// more than 1% from expected's, what the explained estimator writes, but
+// within 1% of what another estimator (with the same settings, from the same
+// checkpoint) writes: the recommender likely runs that one.
+func otherEstimator(status, expected *vpav1.RecommendedContainerResources, cp *vpav1.VerticalPodAutoscalerCheckpoint,
 	v *vpav1.VerticalPodAutoscaler, name string, minimum estimator.Resources, o Options, now time.Time) string {
-	q, ok := status.UncappedTarget[corev1.ResourceMemory]
+	got, ok := uncappedMemory(status)
 	if !ok {
 		return ""
 	}
-	got := model.ResourceAmount(q.Value())
-	if within(got, estimate) {
+	estimate, ok := uncappedMemory(expected)
+	if !ok || within(got, estimate) {
 		return ""
 	}
 	var matches []string
@@ -522,7 +529,8 @@ func otherEstimator(status *vpav1.RecommendedContainerResources, estimate model.
 		if err != nil {
 			continue
 		}
-		if other := e.Estimate(a, minimum).Target.Memory; within(got, other) {
+		w := written(o, v, name, e.Estimate(a, minimum))
+		if other, ok := uncappedMemory(&w); ok && within(got, other) {
 			matches = append(matches, fmt.Sprintf("the %s estimator's %s: the recommender likely runs --estimator=%s; pass --estimator=%s to explain its steps", n, memoryQuantity(other), n, n))
 		}
 	}
@@ -531,6 +539,25 @@ func otherEstimator(status *vpav1.RecommendedContainerResources, estimate model.
 	}
 	return fmt.Sprintf("the status's uncapped memory target %s is more than 1%% from the %s estimator's estimate %s and within 1%% of %s",
 		memoryQuantity(got), o.Estimator, memoryQuantity(estimate), strings.Join(matches, ", or of "))
+}
+
+// written is what the recommender writes in the status for container name from its raw
+// amounts: estimator.Finish with the VPA's policy and annotations.
+func written(o Options, v *vpav1.VerticalPodAutoscaler, name string, raw estimator.Amounts) vpav1.RecommendedContainerResources {
+	return estimator.Finish(o.Estimators.Config, map[string]estimator.Amounts{name: raw}, v.Spec.ResourcePolicy, v.Annotations)[0]
+}
+
+// uncappedMemory is the memory of r's uncapped target; ok is false when r has none (memory is
+// not a controlled resource).
+func uncappedMemory(r *vpav1.RecommendedContainerResources) (model.ResourceAmount, bool) {
+	q, ok := r.UncappedTarget[corev1.ResourceMemory]
+	return model.ResourceAmount(q.Value()), ok
+}
+
+// recommendation is r as quantities.
+func recommendation(r *vpav1.RecommendedContainerResources) *Recommendation {
+	return &Recommendation{Target: quantities(r.Target), UncappedTarget: quantities(r.UncappedTarget),
+		LowerBound: quantities(r.LowerBound), UpperBound: quantities(r.UpperBound)}
 }
 
 // within reports whether got is within 1% of want.

@@ -74,6 +74,9 @@ func WriteTable(w io.Writer, e *Explanation) error {
 		if r := c.MemoryRule; r != nil {
 			writeRule(p, r)
 		}
+		if x := c.ExpectedStatus; x != nil {
+			p("  expected status: target %s; uncapped %s; bounds [%s, %s]\n", list(x.Target), list(x.UncappedTarget), list(x.LowerBound), list(x.UpperBound))
+		}
 		if c.Status != nil {
 			p("  status: target %s; uncapped %s; bounds [%s, %s]\n", list(c.Status.Target), list(c.Status.UncappedTarget), list(c.Status.LowerBound), list(c.Status.UpperBound))
 		} else {
