@@ -21,17 +21,26 @@ func (c *Cluster) DryRunPod(ns, deployment string) (*corev1.Pod, error) {
 // DryRunPodWith is DryRunPod through the given client (one with its own
 // warning handler, say).
 func DryRunPodWith(ctx context.Context, client kubernetes.Interface, ns, deployment string) (*corev1.Pod, error) {
+	p, err := NewPodOf(ctx, client, ns, deployment)
+	if err != nil {
+		return nil, err
+	}
+	return client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+}
+
+// NewPodOf returns a new pod of the Deployment's ReplicaSet (app=<deployment>) as the
+// ReplicaSet controller would create it, not yet created.
+func NewPodOf(ctx context.Context, client kubernetes.Interface, ns, deployment string) (*corev1.Pod, error) {
 	rss, err := client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
 	if err != nil || len(rss.Items) == 0 {
 		return nil, fmt.Errorf("no ReplicaSet of %s yet: %v", deployment, err)
 	}
 	rs := rss.Items[0]
-	p := &corev1.Pod{
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: deployment + "-probe-", Namespace: ns, Labels: rs.Spec.Template.Labels,
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
 		},
 		Spec: *rs.Spec.Template.Spec.DeepCopy(),
-	}
-	return client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	}, nil
 }

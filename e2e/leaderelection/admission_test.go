@@ -1,11 +1,9 @@
 package leaderelection
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -15,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/openvpa/openvpa/admission-controller/webhook"
@@ -81,29 +76,13 @@ func TestAdmissionControllerReplicasServeTogether(t *testing.T) {
 	// review sends a pod creation review; a pod no VPA controls is allowed
 	// unchanged.
 	review := func(r *acReplica, uid string) error {
-		pod, err := json.Marshal(&corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
-			ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "img"}}}})
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: ns}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "img"}}}}
+		resp, err := framework.ReviewPodCreation(client, r.webhook, uid, pod)
 		if err != nil {
 			return err
 		}
-		body, err := json.Marshal(&admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{Kind: "AdmissionReview", APIVersion: "admission.k8s.io/v1"},
-			Request: &admissionv1.AdmissionRequest{UID: types.UID(uid), Kind: metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-				Resource: metav1.GroupVersionResource{Version: "v1", Resource: "pods"}, Namespace: ns, Operation: admissionv1.Create,
-				Object: runtime.RawExtension{Raw: pod}}})
-		if err != nil {
-			return err
-		}
-		resp, err := client.Post(r.webhook, "application/json", bytes.NewReader(body))
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		var out admissionv1.AdmissionReview
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return fmt.Errorf("%s: %s: %w", r.webhook, resp.Status, err)
-		}
-		if out.Response == nil || string(out.Response.UID) != uid || !out.Response.Allowed || out.Response.Patch != nil {
-			return fmt.Errorf("%s: response %+v, want uid %s allowed without a patch", r.webhook, out.Response, uid)
+		if !resp.Allowed || resp.Patch != nil {
+			return fmt.Errorf("%s: response %+v, want uid %s allowed without a patch", r.webhook, resp, uid)
 		}
 		return nil
 	}

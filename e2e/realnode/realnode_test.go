@@ -8,7 +8,6 @@
 package realnode
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -25,15 +24,12 @@ import (
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	admissionv1 "k8s.io/api/admission/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -375,7 +371,7 @@ func (e *env) waitEveryReplicaServes(t *testing.T, ns, deployment string) corev1
 	var want corev1.ResourceList
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
 		want = e.target(t, ns, deployment, time.Minute, nil)
-		pod, err := newPodOf(ctx, e, ns, deployment)
+		pod, err := framework.NewPodOf(ctx, e.c.Client, ns, deployment)
 		if err != nil {
 			return false, err
 		}
@@ -397,74 +393,29 @@ func (e *env) waitEveryReplicaServes(t *testing.T, ns, deployment string) corev1
 	return want
 }
 
-// newPodOf is a pod of the Deployment's ReplicaSet, as the ReplicaSet controller creates it.
-func newPodOf(ctx context.Context, e *env, ns, deployment string) (*corev1.Pod, error) {
-	rss, err := e.c.Client.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + deployment})
-	if err != nil || len(rss.Items) != 1 {
-		return nil, fmt.Errorf("want one ReplicaSet of %s: %d, %v", deployment, len(rss.Items), err)
-	}
-	rs := rss.Items[0]
-	return &corev1.Pod{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: deployment + "-", Namespace: ns, Labels: rs.Spec.Template.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}},
-		},
-		Spec: *rs.Spec.Template.Spec.DeepCopy(),
-	}, nil
-}
-
-// review sends the webhook an AdmissionReview of the pod's creation, as the API server does,
-// and returns the pod with the response's patch applied.
+// review sends the webhook at url a review of pod's creation and returns the pod with the
+// response's patch applied.
 func review(client *http.Client, url string, pod *corev1.Pod) (*corev1.Pod, error) {
+	resp, err := framework.ReviewPodCreation(client, url, fmt.Sprintf("realnode-%d", time.Now().UnixNano()), pod)
+	if err != nil {
+		return nil, err
+	}
+	if !resp.Allowed {
+		return nil, fmt.Errorf("not allowed: %+v", resp.Result)
+	}
 	raw, err := json.Marshal(pod)
+	if err != nil || len(resp.Patch) == 0 {
+		return pod, err
+	}
+	patch, err := jsonpatch.DecodePatch(resp.Patch)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(&admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       types.UID(fmt.Sprintf("realnode-%d", time.Now().UnixNano())),
-			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
-			Resource:  metav1.GroupVersionResource{Version: "v1", Resource: "pods"},
-			Namespace: pod.Namespace, Operation: admissionv1.Create,
-			Object: runtime.RawExtension{Raw: raw},
-		},
-	})
-	if err != nil {
+	if raw, err = patch.Apply(raw); err != nil {
 		return nil, err
-	}
-	resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("status %s: %s", resp.Status, out)
-	}
-	var rev admissionv1.AdmissionReview
-	if err := json.Unmarshal(out, &rev); err != nil {
-		return nil, err
-	}
-	if rev.Response == nil || !rev.Response.Allowed {
-		return nil, fmt.Errorf("not allowed: %s", out)
-	}
-	patched := raw
-	if len(rev.Response.Patch) > 0 {
-		patch, err := jsonpatch.DecodePatch(rev.Response.Patch)
-		if err != nil {
-			return nil, err
-		}
-		if patched, err = patch.Apply(raw); err != nil {
-			return nil, err
-		}
 	}
 	var got corev1.Pod
-	return &got, json.Unmarshal(patched, &got)
+	return &got, json.Unmarshal(raw, &got)
 }
 
 func TestDeployOnTheRealNode(t *testing.T) {

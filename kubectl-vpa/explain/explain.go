@@ -397,7 +397,7 @@ func container(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, name string, 
 	}
 	if cp != nil {
 		var a *model.AggregateState
-		c.History, a = history(cp, v, name, o.Estimator, o, ix.Now)
+		c.History, a = history(cp, v, name, o, ix.Now)
 		// The pod minimum is split across the recommended containers.
 		minimum := o.Estimators.Config.PodMinimum(max(len(recommendedNames(v, ix.CheckpointsOf(v), pods)), 1))
 		if a != nil && est != nil {
@@ -470,12 +470,12 @@ func recommendedNames(v *vpav1.VerticalPodAutoscaler, cps map[string]*vpav1.Vert
 }
 
 // history restores the checkpoint into the model the recommender runs the
-// estimator called estimatorName on, as of the checkpoint's time; the
-// aggregate is nil when the checkpoint cannot be restored.
-func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name, estimatorName string, o Options, now time.Time) (*History, *model.AggregateState) {
+// explained estimator on, as of the checkpoint's time; the aggregate is nil
+// when the checkpoint cannot be restored.
+func history(cp *vpav1.VerticalPodAutoscalerCheckpoint, v *vpav1.VerticalPodAutoscaler, name string, o Options, now time.Time) (*History, *model.AggregateState) {
 	h := &History{Checkpointed: cp.Status.LastUpdateTime, FirstSampleStart: cp.Status.FirstSampleStart, LastSampleStart: cp.Status.LastSampleStart,
 		Samples: cp.Status.TotalSamplesCount}
-	a, err := restore(cp, v, name, estimatorName, o, now)
+	a, err := restore(cp, v, name, o.Estimator, o, now)
 	if err != nil {
 		h.Error = err.Error()
 		return h, nil

@@ -257,7 +257,7 @@ func (p *Adaptive) MemoryRule(h *model.DecayingHistogram, history time.Duration,
 	r.Margin = r.BaseMargin + extra
 	target, level := r.Covered, r.Level
 	if c.MemoryRecordFactor > 0 {
-		if i, ok := record(h, buckets, now, c.MemoryRecordWindow); ok && buckets[i].edge > buckets[i-1].edge {
+		if i, ok := record(h, buckets, now, c.MemoryRecordWindow); ok {
 			j := &r.Jump
 			j.Found, j.Top, j.Prior = true, buckets[i].edge, buckets[i-1].edge
 			j.Margin = min(c.MemoryRecordFactor*(j.Top/j.Prior-1), c.MemoryRecordMaxMargin)
