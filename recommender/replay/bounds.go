@@ -4,7 +4,9 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"time"
 )
 
 // The reference rules of Bounds. None is an estimator: they read the trace's
@@ -15,11 +17,18 @@ const (
 	// times (1 + m), one margin m for every container: the rule that
 	// memory estimators sizing from past peaks approximate.
 	BoundRecentPeak = "recent-peak"
+	// BoundPartPeak is the recent-peak rule with one request for each part
+	// of the day: the day cut into Parts equal parts from its start, each
+	// part's request the highest peak of that part over the last H days
+	// times (1 + m). It bounds what requests that follow the time of day
+	// could gain.
+	BoundPartPeak = "part-peak"
 	// BoundHindsightMargin is the same rule with each container's own
 	// margin, chosen knowing all of its days: the most that adapting the
 	// margin per workload could gain.
 	BoundHindsightMargin = "hindsight-margin"
-	// BoundOracle requests each day's own peak.
+	// BoundOracle requests each day's own peak (or each part's, with
+	// Parts).
 	BoundOracle = "oracle"
 )
 
@@ -30,6 +39,9 @@ type BoundPoint struct {
 	// Horizon is the number of past days whose peaks the request covers (0
 	// for the oracle).
 	Horizon int
+	// Parts is the number of parts of the day with a request of their own:
+	// 1 but for part-peak and the oracle of parts.
+	Parts int
 	// Margin is the recent-peak rule's margin; Penalty is the cost of one
 	// day with an OOM, in units of one day's slack, that the hindsight rule
 	// trades against slack when it picks each container's margin.
@@ -47,44 +59,98 @@ func (p BoundPoint) Setting() string {
 	switch p.Rule {
 	case BoundRecentPeak:
 		return fmt.Sprintf("%dd, margin %g", p.Horizon, p.Margin)
+	case BoundPartPeak:
+		return fmt.Sprintf("%d parts, %dd, margin %g", p.Parts, p.Horizon, p.Margin)
 	case BoundHindsightMargin:
 		return fmt.Sprintf("%dd, penalty %g", p.Horizon, p.Penalty)
+	}
+	if p.Parts > 1 {
+		return fmt.Sprintf("%d parts, each part's peak", p.Parts)
 	}
 	return "each day's peak"
 }
 
-// BoundHorizons, BoundMargins and BoundPenalties are the settings Bounds
-// scores; hindsight margins are picked from 0 to 3 in steps of 0.01.
+// BoundHorizons, BoundMargins, BoundPenalties and BoundParts are the
+// settings Bounds scores; hindsight margins are picked from 0 to 3 in steps
+// of 0.01.
 var (
 	BoundHorizons  = []int{1, 2, 3, 4, 7, 14, 28}
+	BoundParts     = []int{2, 4}
 	BoundMargins   = []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1}
 	BoundPenalties = []float64{0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10}
 )
 
-// dayPeak is what the reference rules know of one day of one container.
+// dayPeak is what the reference rules know of one day of one container:
+// its memory samples' offsets from the day's start and values, their peak
+// and p95.
 type dayPeak struct {
 	day       int
+	at        []time.Duration
+	mem       []float64
 	peak, p95 float64
 	scored    bool
 }
 
-// boundOutcome is how a request of level·(1 + margin) fares on one scored
-// day.
+// partPeaks returns the peak and the number of samples of each of the parts
+// equal parts of the day.
+func (d dayPeak) partPeaks(parts int) []partPeak {
+	out := make([]partPeak, parts)
+	for i, at := range d.at {
+		p := &out[min(int(at*time.Duration(parts)/Day), parts-1)]
+		p.peak, p.samples = max(p.peak, d.mem[i]), p.samples+1
+	}
+	return out
+}
+
+type partPeak struct {
+	peak    float64
+	samples int
+}
+
+// boundOutcome is how a request of level·(1 + margin) for each part of one
+// scored day fares: the day's slack is that of the requests' mean over its
+// samples, and the day has an OOM when one part's peak is above its request.
 type boundOutcome struct {
-	level     float64
-	peak, p95 float64
+	// level is the parts' levels weighted by their shares of the samples.
+	level float64
+	p95   float64
+	parts []boundPart
+}
+
+type boundPart struct {
+	level, peak float64
+}
+
+// partsOutcome is the outcome on day d, whose parts peak at peaks, of the
+// requests level(j)·(1 + margin) for each part j with samples.
+func partsOutcome(d dayPeak, peaks []partPeak, level func(j int) float64) boundOutcome {
+	o := boundOutcome{p95: d.p95}
+	for j, p := range peaks {
+		if p.samples == 0 {
+			continue
+		}
+		l := level(j)
+		o.parts = append(o.parts, boundPart{level: l, peak: p.peak})
+		o.level += l * (float64(p.samples) / float64(len(d.mem)))
+	}
+	return o
 }
 
 func (o boundOutcome) score(margin float64) (float64, bool) {
-	r := o.level * (1 + margin)
-	return slack(r, o.p95), o.peak > r
+	oom := false
+	for _, p := range o.parts {
+		oom = oom || p.peak > p.level*(1+margin)
+	}
+	return slack(o.level*(1+margin), o.p95), oom
 }
 
-// Bounds scores the reference rules on trace: the oracle, the recent-peak
-// rule for every horizon and margin, and the hindsight-margin rule for every
-// horizon and penalty. Days are scored as in Replay (the same days, the
-// day's memory p95 against the request); a scored day with no earlier day
-// of its container is left out, and the request is constant over the day.
+// Bounds scores the reference rules on trace: the oracle for the whole day
+// and for every number of parts, the recent-peak rule for every horizon and
+// margin, part-peak for every number of parts, horizon and margin, and the
+// hindsight-margin rule for every horizon and penalty. Days are scored as in
+// Replay (the same days, the day's memory p95 against the request); a
+// scored day with no earlier day of its container is left out, and the
+// request is constant over the day (over each part, with parts).
 func Bounds(trace *Trace) []BoundPoint {
 	var containers [][]dayPeak
 	for _, w := range trace.Workloads {
@@ -92,30 +158,36 @@ func Bounds(trace *Trace) []BoundPoint {
 		for _, c := range w.Containers {
 			var days []dayPeak
 			for _, cd := range containerDays(c, t0) {
-				mem := make([]float64, len(cd.samples))
+				start := t0.Add(time.Duration(cd.day) * Day)
+				d := dayPeak{day: cd.day, scored: cd.scored, at: make([]time.Duration, len(cd.samples)), mem: make([]float64, len(cd.samples))}
 				for i, s := range cd.samples {
-					mem[i] = s.Memory
+					d.at[i], d.mem[i] = s.Time.Sub(start), s.Memory
 				}
-				p95, peak := quantileMax(mem, 0.95)
-				days = append(days, dayPeak{day: cd.day, peak: peak, p95: p95, scored: cd.scored})
+				d.p95, d.peak = quantileMax(slices.Clone(d.mem), 0.95)
+				days = append(days, d)
 			}
 			containers = append(containers, days)
 		}
 	}
 
-	// The oracle's request is the day's own peak: the days the other rules
-	// score (those with an earlier day) at margin 0 over that peak.
-	var own [][]boundOutcome
-	for _, days := range containers {
-		var os []boundOutcome
-		for i, d := range days {
-			if d.scored && i > 0 {
-				os = append(os, boundOutcome{level: d.peak, peak: d.peak, p95: d.p95})
+	// The oracle's request is the day's own peak (each part's, with parts):
+	// the days the other rules score (those with an earlier day) at margin
+	// 0 over that peak.
+	var out []BoundPoint
+	for _, parts := range append([]int{1}, BoundParts...) {
+		var own [][]boundOutcome
+		for _, days := range containers {
+			var os []boundOutcome
+			for i, d := range days {
+				if d.scored && i > 0 {
+					peaks := d.partPeaks(parts)
+					os = append(os, partsOutcome(d, peaks, func(j int) float64 { return peaks[j].peak }))
+				}
 			}
+			own = append(own, os)
 		}
-		own = append(own, os)
+		out = append(out, scoreBound(BoundPoint{Rule: BoundOracle, Parts: parts}, own, func(int) float64 { return 0 }))
 	}
-	out := []BoundPoint{scoreBound(BoundPoint{Rule: BoundOracle}, own, func(int) float64 { return 0 })}
 
 	hindsightMargins := make([]float64, 301)
 	for i := range hindsightMargins {
@@ -124,10 +196,20 @@ func Bounds(trace *Trace) []BoundPoint {
 	for _, h := range BoundHorizons {
 		outcomes := make([][]boundOutcome, len(containers))
 		for ci, days := range containers {
-			outcomes[ci] = recentPeakOutcomes(days, h)
+			outcomes[ci] = partPeakOutcomes(days, h, 1)
 		}
 		for _, m := range BoundMargins {
-			out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Margin: m}, outcomes, func(int) float64 { return m }))
+			out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Parts: 1, Margin: m}, outcomes, func(int) float64 { return m }))
+		}
+		for _, parts := range BoundParts {
+			partOutcomes := make([][]boundOutcome, len(containers))
+			for ci, days := range containers {
+				partOutcomes[ci] = partPeakOutcomes(days, h, parts)
+			}
+			for _, m := range BoundMargins {
+				out = append(out, scoreBound(BoundPoint{Rule: BoundPartPeak, Horizon: h, Parts: parts, Margin: m}, partOutcomes,
+					func(int) float64 { return m }))
+			}
 		}
 		// Each container's cost and OOM days at every margin. The cost counts
 		// a day's slack as at least 0: the mean slack is unbounded below, and
@@ -159,7 +241,7 @@ func Bounds(trace *Trace) []BoundPoint {
 				}
 				best[ci] = hindsightMargins[b]
 			}
-			out = append(out, scoreBound(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Penalty: penalty}, outcomes,
+			out = append(out, scoreBound(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Parts: 1, Penalty: penalty}, outcomes,
 				func(ci int) float64 { return best[ci] }))
 		}
 	}
@@ -189,53 +271,89 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci int) flo
 	return p
 }
 
-// recentPeakOutcomes returns, for every scored day of one container that has
-// an earlier day, the highest peak of the horizon days before it (of the
-// latest earlier day when none is that recent) and the day's own peak and
-// p95.
-func recentPeakOutcomes(days []dayPeak, horizon int) []boundOutcome {
+// partPeakOutcomes returns, for every scored day of one container that has
+// an earlier day, the outcome of requesting for each of the parts of the
+// day its highest peak over the horizon days before (over the latest
+// earlier day when none is that recent), or their highest peak when none of
+// them has a sample in that part. With one part it is the recent-peak rule.
+func partPeakOutcomes(days []dayPeak, horizon, parts int) []boundOutcome {
+	peaks := make([][]partPeak, len(days))
+	for i, d := range days {
+		peaks[i] = d.partPeaks(parts)
+	}
 	var out []boundOutcome
 	for i, d := range days {
 		if !d.scored || i == 0 {
 			continue
 		}
-		level := days[i-1].peak
-		for j := i - 2; j >= 0 && days[j].day >= d.day-horizon; j-- {
-			level = max(level, days[j].peak)
-		}
-		out = append(out, boundOutcome{level: level, peak: d.peak, p95: d.p95})
+		from := recentStart(days, i, horizon)
+		out = append(out, partsOutcome(d, peaks[i], func(j int) float64 {
+			level, whole := 0.0, 0.0
+			for e := from; e < i; e++ {
+				level, whole = max(level, peaks[e][j].peak), max(whole, days[e].peak)
+			}
+			if level == 0 {
+				return whole
+			}
+			return level
+		}))
 	}
 	return out
 }
 
-// LeanestBound returns, for every rule, the point of lowest mean memory slack
-// among those with at least minOOMFree OOM-free days, in rule order (oracle,
-// recent-peak, hindsight-margin); rules with no such point are left out.
+// recentStart returns the first of the days a request for day i goes on,
+// days[recentStart:i]: the days of the horizon before it, or the latest
+// earlier day when none is that recent.
+func recentStart(days []dayPeak, i, horizon int) int {
+	j := i - 1
+	for j > 0 && days[j-1].day >= days[i].day-horizon {
+		j--
+	}
+	return j
+}
+
+// LeanestBound returns, for every rule (and every number of parts of
+// the oracle and part-peak), the point of lowest mean memory slack among
+// those with at least minOOMFree OOM-free days, in rule order (oracle and
+// recent-peak, each followed by its parts, then hindsight-margin); rules
+// with no such point are left out.
 func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
-	best := map[string]BoundPoint{}
+	type key struct {
+		rule  string
+		parts int
+	}
+	best := map[key]BoundPoint{}
 	for _, p := range points {
-		if p.OOMFreeFraction < minOOMFree {
-			continue
-		}
-		if b, ok := best[p.Rule]; !ok || p.MemorySlackMean < b.MemorySlackMean {
-			best[p.Rule] = p
+		k := key{p.Rule, p.Parts}
+		if b, ok := best[k]; p.OOMFreeFraction >= minOOMFree && (!ok || p.MemorySlackMean < b.MemorySlackMean) {
+			best[k] = p
 		}
 	}
+	order := []key{{BoundOracle, 1}}
+	for _, parts := range BoundParts {
+		order = append(order, key{BoundOracle, parts})
+	}
+	order = append(order, key{BoundRecentPeak, 1})
+	for _, parts := range BoundParts {
+		order = append(order, key{BoundPartPeak, parts})
+	}
+	order = append(order, key{BoundHindsightMargin, 1})
 	var out []BoundPoint
-	for _, r := range []string{BoundOracle, BoundRecentPeak, BoundHindsightMargin} {
-		if b, ok := best[r]; ok {
+	for _, k := range order {
+		if b, ok := best[k]; ok {
 			out = append(out, b)
 		}
 	}
 	return out
 }
 
-// BoundFront returns the Pareto front of one rule's points (see
-// ParetoFront), by increasing OOM-free fraction.
-func BoundFront(points []BoundPoint, rule string) []BoundPoint {
+// BoundFront returns the Pareto front of the points of one rule with the
+// given number of parts of the day (see ParetoFront), by increasing OOM-free
+// fraction.
+func BoundFront(points []BoundPoint, rule string, parts int) []BoundPoint {
 	var s []BoundPoint
 	for _, p := range points {
-		if p.Rule == rule {
+		if p.Rule == rule && p.Parts == parts {
 			s = append(s, p)
 		}
 	}
@@ -245,14 +363,14 @@ func BoundFront(points []BoundPoint, rule string) []BoundPoint {
 // WriteBoundsCSV writes one row per point.
 func WriteBoundsCSV(w io.Writer, points []BoundPoint) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction"}); err != nil {
+	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction", "day_parts"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, p := range points {
 		if err := cw.Write([]string{p.Rule, strconv.Itoa(p.Horizon), g(p.Margin), g(p.Penalty), strconv.Itoa(p.WorkloadDays),
-			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction)}); err != nil {
+			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction), strconv.Itoa(p.Parts)}); err != nil {
 			return err
 		}
 	}

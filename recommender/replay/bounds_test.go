@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -31,16 +32,7 @@ func TestBoundsByHand(t *testing.T) {
 	// r scores slack 1 − 100/r: 0.5 at 200, 0.75 at 400, 0.875 at 800.
 	tr := peaksTrace([]float64{200, 200, 200, 200, 200}, []float64{200, 200, 400, 200, 200})
 	points := Bounds(tr)
-	find := func(rule string, horizon int, margin, penalty float64) BoundPoint {
-		t.Helper()
-		for _, p := range points {
-			if p.Rule == rule && p.Horizon == horizon && p.Margin == margin && p.Penalty == penalty {
-				return p
-			}
-		}
-		t.Fatalf("no %s point at %dd, margin %v, penalty %v", rule, horizon, margin, penalty)
-		return BoundPoint{}
-	}
+	find := findBound(t, points)
 	for _, tc := range []struct {
 		name           string
 		got            BoundPoint
@@ -48,6 +40,13 @@ func TestBoundsByHand(t *testing.T) {
 	}{
 		// Days 1–4 of both.
 		{"oracle", find(BoundOracle, 0, 0, 0), (7*0.5 + 0.75) / 8, 1},
+		// The peak is in the second half of the day: 100 B is requested for
+		// the first, so a day's mean request is (100 + peak) / 2, against a
+		// p95 of 100 B: slack 1/3 at a peak of 200 B, 0.6 at 400 B.
+		{"oracle, 2 parts", find(BoundOracle, 0, 0, 0, 2), (7.0/3 + 0.6) / 8, 1},
+		// As the recent-peak rule, for the second half only: b's day 2 asks
+		// for day 1's 200 B (OOM), day 3 for day 2's 400 B.
+		{"part peak, 2 parts, 1 day, no margin", find(BoundPartPeak, 1, 0, 0, 2), (7.0/3 + 0.6) / 8, 7.0 / 8},
 		// b: 200, 200 (OOM), 400, 200.
 		{"recent peak, 1 day, no margin", find(BoundRecentPeak, 1, 0, 0), (7*0.5 + 0.75) / 8, 7.0 / 8},
 		// a: 400 each day; b: 400, 400, 800, 400.
@@ -74,20 +73,81 @@ func TestBoundsByHand(t *testing.T) {
 		rules = append(rules, p.Rule+" "+p.Setting())
 	}
 	// Fully OOM-free: the recent-peak rule needs margin 1 and is leanest
-	// with 1 day; hindsight at the first horizon and penalty that covers b.
-	if got, want := strings.Join(rules, "; "), "oracle each day's peak; recent-peak 1d, margin 1; hindsight-margin 1d, penalty 1"; got != want {
+	// with 1 day, and so is part-peak; hindsight at the first horizon and
+	// penalty that covers b.
+	if got, want := strings.Join(rules, "; "), "oracle each day's peak; oracle 2 parts, each part's peak; oracle 4 parts, each part's peak; "+
+		"recent-peak 1d, margin 1; part-peak 2 parts, 1d, margin 1; part-peak 4 parts, 1d, margin 1; hindsight-margin 1d, penalty 1"; got != want {
 		t.Errorf("leanest fully OOM-free settings: %s, want %s", got, want)
 	}
 
 	var csv bytes.Buffer
-	if err := WriteBoundsCSV(&csv, points[:2]); err != nil {
+	if err := WriteBoundsCSV(&csv, []BoundPoint{find(BoundOracle, 0, 0, 0, 2), find(BoundRecentPeak, 1, 0, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,memory_slack_median,oom_free_fraction\n" +
-		"oracle,0,0,0,8,0.5312,0.5000,1.0000\n" +
-		"recent-peak,1,0,0,8,0.5312,0.5000,0.8750\n"
+	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,memory_slack_median,oom_free_fraction,day_parts\n" +
+		"oracle,0,0,0,8,0.3667,0.3333,1.0000,2\n" +
+		"recent-peak,1,0,0,8,0.5312,0.5000,0.8750,1\n"
 	if csv.String() != want {
 		t.Errorf("bounds.csv:\n%s\nwant:\n%s", csv.String(), want)
+	}
+}
+
+// findBound returns a function that finds the point of a rule's setting in
+// points, with one part of the day unless parts says otherwise.
+func findBound(t *testing.T, points []BoundPoint) func(rule string, horizon int, margin, penalty float64, parts ...int) BoundPoint {
+	return func(rule string, horizon int, margin, penalty float64, parts ...int) BoundPoint {
+		t.Helper()
+		n := 1
+		if len(parts) > 0 {
+			n = parts[0]
+		}
+		for _, p := range points {
+			if p.Rule == rule && p.Horizon == horizon && p.Margin == margin && p.Penalty == penalty && p.Parts == n {
+				return p
+			}
+		}
+		t.Fatalf("no %s point at %dd, margin %v, penalty %v, %d parts", rule, horizon, margin, penalty, n)
+		return BoundPoint{}
+	}
+}
+
+func TestBoundsPartPeak(t *testing.T) {
+	// Hourly samples at 100 B. Day 0 has only its first 12 hours, with a
+	// 200 B peak at hour 3; day 1 peaks at 200 B at hour 15, day 2 at hour
+	// 3, day 3 at 300 B at hour 15.
+	mem := make([]float64, 24*4)
+	for i := range mem {
+		mem[i] = 100
+	}
+	at := func(day, hour int) int { return 24*day + hour }
+	mem[at(0, 3)], mem[at(1, 15)], mem[at(2, 3)], mem[at(3, 15)] = 200, 200, 200, 300
+	c := hourly(make([]float64, len(mem)), mem, 0, 0)
+	c.Samples = slices.Delete(c.Samples, 12, 24)
+	tr := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{c}}}}
+	find := findBound(t, Bounds(tr))
+	// p95 of every scored day: 100 B. With 2 parts and 1 day:
+	//   day 1: the first half asks for day 0's 200 B; day 0 has no second
+	//     half, so the second asks for its whole-day peak, 200 B: slack 0.5.
+	//   day 2: the first half asks for day 1's first half, 100 B, and its
+	//     peak at hour 3 is an OOM; the second for 200 B: slack 1/3.
+	//   day 3: 200 B and 100 B (OOM at hour 15): slack 1/3.
+	// The whole-day rule asks for 200 B every day: day 3 is its only OOM.
+	for _, tc := range []struct {
+		name           string
+		got            BoundPoint
+		slack, oomFree float64
+	}{
+		{"part peak", find(BoundPartPeak, 1, 0, 0, 2), (0.5 + 2.0/3) / 3, 1.0 / 3},
+		{"recent peak", find(BoundRecentPeak, 1, 0, 0), 0.5, 2.0 / 3},
+		// Each part's own peak: 200 B and 100 B, 100 B and 200 B, 100 B and 300 B.
+		{"oracle of parts", find(BoundOracle, 0, 0, 0, 2), (2.0/3 + 1 - 100.0/200) / 3, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !near(tc.got.MemorySlackMean, tc.slack) || !near(tc.got.OOMFreeFraction, tc.oomFree) || tc.got.WorkloadDays != 3 {
+				t.Errorf("got slack %v, OOM-free %v over %d days; want %v, %v over 3", tc.got.MemorySlackMean, tc.got.OOMFreeFraction,
+					tc.got.WorkloadDays, tc.slack, tc.oomFree)
+			}
+		})
 	}
 }
 

@@ -273,7 +273,7 @@ const BoundsGoal = 0.95
 // printBounds prints the leanest setting of every reference rule that is
 // OOM-free on at least BoundsGoal of its days.
 func printBounds(w io.Writer, points []BoundPoint) {
-	fmt.Fprintf(w, "\nreference rules (the trace's own daily peaks; no model, updater or OOM feedback), leanest with >= %.0f%% OOM-free days:\n", 100*BoundsGoal)
+	fmt.Fprintf(w, "\nreference rules (the trace's own peaks; no model, updater or OOM feedback), leanest with >= %.0f%% OOM-free days:\n", 100*BoundsGoal)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "rule\tsetting\tdays\tmem slack mean\tmedian\tOOM-free\t")
 	for _, p := range LeanestBound(points, BoundsGoal) {
@@ -410,9 +410,22 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 		s := res.ProvisionedSummary()
 		p.Lines = append(p.Lines, Line{Name: "provisioned", Color: "#000000", Markers: true, X: []float64{100 * s.OOMFreeFraction}, Y: []float64{s.MemorySlackMean}})
 	}
-	for i, rule := range []string{BoundRecentPeak, BoundHindsightMargin, BoundOracle} {
-		l := Line{Name: "ref: " + rule, Color: boundColors[i], Markers: true, Connect: rule != BoundOracle}
-		for _, b := range BoundFront(bounds, rule) {
+	type ref struct {
+		rule  string
+		parts int
+	}
+	refs := []ref{{BoundRecentPeak, 1}}
+	for _, parts := range BoundParts {
+		refs = append(refs, ref{BoundPartPeak, parts})
+	}
+	refs = append(refs, ref{BoundHindsightMargin, 1}, ref{BoundOracle, 1})
+	for i, r := range refs {
+		name := "ref: " + r.rule
+		if r.rule == BoundPartPeak {
+			name = fmt.Sprintf("ref: %s, %d parts", r.rule, r.parts)
+		}
+		l := Line{Name: name, Color: boundColors[i%len(boundColors)], Markers: true, Connect: r.rule != BoundOracle}
+		for _, b := range BoundFront(bounds, r.rule, r.parts) {
 			if b.OOMFreeFraction >= FrontierMinOOMFree {
 				l.X, l.Y = append(l.X, 100*b.OOMFreeFraction), append(l.Y, b.MemorySlackMean)
 			}
@@ -426,7 +439,7 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 
 // boundColors are the colours of the reference rules' fronts, apart from the
 // estimators' palette.
-var boundColors = []string{"#bcbd22", "#e377c2", "#393b79"}
+var boundColors = []string{"#bcbd22", "#8c6d31", "#843c39", "#e377c2", "#393b79"}
 
 // ParetoFront returns the points no other point beats on both axes (lower
 // slack and more OOM-free days), by increasing OOM-free fraction.
