@@ -75,10 +75,10 @@ func WriteTable(w io.Writer, e *Explanation) error {
 			writeRule(p, r)
 		}
 		if x := c.ExpectedStatus; x != nil {
-			p("  expected status: target %s; uncapped %s; bounds [%s, %s]\n", list(x.Target), list(x.UncappedTarget), list(x.LowerBound), list(x.UpperBound))
+			p("  expected status: %s\n", x.line())
 		}
 		if c.Status != nil {
-			p("  status: target %s; uncapped %s; bounds [%s, %s]\n", list(c.Status.Target), list(c.Status.UncappedTarget), list(c.Status.LowerBound), list(c.Status.UpperBound))
+			p("  status: %s\n", c.Status.line())
 		} else {
 			p("  status: no recommendation\n")
 		}
@@ -247,4 +247,9 @@ func readable(resourceName, q string) string {
 		return q
 	}
 	return memoryQuantity(model.ResourceAmount(v.Value()))
+}
+
+// line is r on one line of the table.
+func (r *Recommendation) line() string {
+	return fmt.Sprintf("target %s; uncapped %s; bounds [%s, %s]", list(r.Target), list(r.UncappedTarget), list(r.LowerBound), list(r.UpperBound))
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -81,30 +80,38 @@ var (
 )
 
 // dayPeak is what the reference rules know of one day of one container:
-// its memory samples' offsets from the day's start and values, their peak
-// and p95.
+// its memory peak and p95, and the peaks of its parts for every number of
+// parts the rules cut days into (1 and BoundParts).
 type dayPeak struct {
 	day       int
-	at        []time.Duration
-	mem       []float64
 	peak, p95 float64
 	scored    bool
+	parts     map[int][]partPeak
 }
 
-// partPeaks returns the peak and the number of samples of each of the parts
-// equal parts of the day.
-func (d dayPeak) partPeaks(parts int) []partPeak {
-	out := make([]partPeak, parts)
-	for i, at := range d.at {
-		p := &out[min(int(at*time.Duration(parts)/Day), parts-1)]
-		p.peak, p.samples = max(p.peak, d.mem[i]), p.samples+1
-	}
-	return out
-}
-
+// partPeak is the peak and the number of samples of one part of a day.
 type partPeak struct {
 	peak    float64
 	samples int
+}
+
+// newDayPeak returns what the rules know of cd, a day that starts at start.
+func newDayPeak(cd containerDay, start time.Time) dayPeak {
+	d := dayPeak{day: cd.day, scored: cd.scored, parts: map[int][]partPeak{}}
+	mem := make([]float64, len(cd.samples))
+	for i, s := range cd.samples {
+		mem[i] = s.Memory
+	}
+	d.p95, d.peak = quantileMax(mem, 0.95)
+	for _, n := range append([]int{1}, BoundParts...) {
+		parts := make([]partPeak, n)
+		for _, s := range cd.samples {
+			p := &parts[min(int(s.Time.Sub(start)*time.Duration(n)/Day), n-1)]
+			p.peak, p.samples = max(p.peak, s.Memory), p.samples+1
+		}
+		d.parts[n] = parts
+	}
+	return d
 }
 
 // boundOutcome is how a request of level·(1 + margin) for each part of one
@@ -121,9 +128,14 @@ type boundPart struct {
 	level, peak float64
 }
 
-// partsOutcome is the outcome on day d, whose parts peak at peaks, of the
-// requests level(j)·(1 + margin) for each part j with samples.
-func partsOutcome(d dayPeak, peaks []partPeak, level func(j int) float64) boundOutcome {
+// partsOutcome is the outcome on day d, cut into parts, of the requests
+// level(j)·(1 + margin) for each part j with samples.
+func partsOutcome(d dayPeak, parts int, level func(j int) float64) boundOutcome {
+	peaks := d.parts[parts]
+	total := 0
+	for _, p := range peaks {
+		total += p.samples
+	}
 	o := boundOutcome{p95: d.p95}
 	for j, p := range peaks {
 		if p.samples == 0 {
@@ -131,7 +143,7 @@ func partsOutcome(d dayPeak, peaks []partPeak, level func(j int) float64) boundO
 		}
 		l := level(j)
 		o.parts = append(o.parts, boundPart{level: l, peak: p.peak})
-		o.level += l * (float64(p.samples) / float64(len(d.mem)))
+		o.level += l * (float64(p.samples) / float64(total))
 	}
 	return o
 }
@@ -158,13 +170,7 @@ func Bounds(trace *Trace) []BoundPoint {
 		for _, c := range w.Containers {
 			var days []dayPeak
 			for _, cd := range containerDays(c, t0) {
-				start := t0.Add(time.Duration(cd.day) * Day)
-				d := dayPeak{day: cd.day, scored: cd.scored, at: make([]time.Duration, len(cd.samples)), mem: make([]float64, len(cd.samples))}
-				for i, s := range cd.samples {
-					d.at[i], d.mem[i] = s.Time.Sub(start), s.Memory
-				}
-				d.p95, d.peak = quantileMax(slices.Clone(d.mem), 0.95)
-				days = append(days, d)
+				days = append(days, newDayPeak(cd, t0.Add(time.Duration(cd.day)*Day)))
 			}
 			containers = append(containers, days)
 		}
@@ -180,8 +186,7 @@ func Bounds(trace *Trace) []BoundPoint {
 			var os []boundOutcome
 			for i, d := range days {
 				if d.scored && i > 0 {
-					peaks := d.partPeaks(parts)
-					os = append(os, partsOutcome(d, peaks, func(j int) float64 { return peaks[j].peak }))
+					os = append(os, partsOutcome(d, parts, func(j int) float64 { return d.parts[parts][j].peak }))
 				}
 			}
 			own = append(own, os)
@@ -274,26 +279,26 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci int) flo
 // partPeakOutcomes returns, for every scored day of one container that has
 // an earlier day, the outcome of requesting for each of the parts of the
 // day its highest peak over the horizon days before (over the latest
-// earlier day when none is that recent), or their highest peak when none of
-// them has a sample in that part. With one part it is the recent-peak rule.
+// earlier day when none is that recent); when that is 0 (none of them has
+// a sample in the part, or only 0-byte readings), their whole-day peak.
+// With one part it is the recent-peak rule.
 func partPeakOutcomes(days []dayPeak, horizon, parts int) []boundOutcome {
-	peaks := make([][]partPeak, len(days))
-	for i, d := range days {
-		peaks[i] = d.partPeaks(parts)
-	}
 	var out []boundOutcome
 	for i, d := range days {
 		if !d.scored || i == 0 {
 			continue
 		}
-		from := recentStart(days, i, horizon)
-		out = append(out, partsOutcome(d, peaks[i], func(j int) float64 {
-			level, whole := 0.0, 0.0
-			for e := from; e < i; e++ {
-				level, whole = max(level, peaks[e][j].peak), max(whole, days[e].peak)
+		recent := days[recentStart(days, i, horizon):i]
+		out = append(out, partsOutcome(d, parts, func(j int) float64 {
+			level := 0.0
+			for _, e := range recent {
+				level = max(level, e.parts[parts][j].peak)
 			}
-			if level == 0 {
-				return whole
+			if level > 0 {
+				return level
+			}
+			for _, e := range recent {
+				level = max(level, e.peak)
 			}
 			return level
 		}))
@@ -318,26 +323,22 @@ func recentStart(days []dayPeak, i, horizon int) int {
 // recent-peak, each followed by its parts, then hindsight-margin); rules
 // with no such point are left out.
 func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
-	type key struct {
-		rule  string
-		parts int
-	}
-	best := map[key]BoundPoint{}
+	best := map[boundFamily]BoundPoint{}
 	for _, p := range points {
-		k := key{p.Rule, p.Parts}
+		k := p.family()
 		if b, ok := best[k]; p.OOMFreeFraction >= minOOMFree && (!ok || p.MemorySlackMean < b.MemorySlackMean) {
 			best[k] = p
 		}
 	}
-	order := []key{{BoundOracle, 1}}
+	order := []boundFamily{{BoundOracle, 1}}
 	for _, parts := range BoundParts {
-		order = append(order, key{BoundOracle, parts})
+		order = append(order, boundFamily{BoundOracle, parts})
 	}
-	order = append(order, key{BoundRecentPeak, 1})
+	order = append(order, boundFamily{BoundRecentPeak, 1})
 	for _, parts := range BoundParts {
-		order = append(order, key{BoundPartPeak, parts})
+		order = append(order, boundFamily{BoundPartPeak, parts})
 	}
-	order = append(order, key{BoundHindsightMargin, 1})
+	order = append(order, boundFamily{BoundHindsightMargin, 1})
 	var out []BoundPoint
 	for _, k := range order {
 		if b, ok := best[k]; ok {
@@ -347,13 +348,21 @@ func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 	return out
 }
 
-// BoundFront returns the Pareto front of the points of one rule with the
-// given number of parts of the day (see ParetoFront), by increasing OOM-free
-// fraction.
-func BoundFront(points []BoundPoint, rule string, parts int) []BoundPoint {
+// boundFamily is one rule with one number of parts of the day: the points
+// LeanestBound picks one from, and one front of frontier.svg.
+type boundFamily struct {
+	rule  string
+	parts int
+}
+
+func (p BoundPoint) family() boundFamily { return boundFamily{p.Rule, p.Parts} }
+
+// boundFront returns the Pareto front of the points of family f (see
+// ParetoFront), by increasing OOM-free fraction.
+func boundFront(points []BoundPoint, f boundFamily) []BoundPoint {
 	var s []BoundPoint
 	for _, p := range points {
-		if p.Rule == rule && p.Parts == parts {
+		if p.family() == f {
 			s = append(s, p)
 		}
 	}

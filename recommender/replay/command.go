@@ -410,22 +410,18 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 		s := res.ProvisionedSummary()
 		p.Lines = append(p.Lines, Line{Name: "provisioned", Color: "#000000", Markers: true, X: []float64{100 * s.OOMFreeFraction}, Y: []float64{s.MemorySlackMean}})
 	}
-	type ref struct {
-		rule  string
-		parts int
-	}
-	refs := []ref{{BoundRecentPeak, 1}}
+	refs := []boundFamily{{BoundRecentPeak, 1}}
 	for _, parts := range BoundParts {
-		refs = append(refs, ref{BoundPartPeak, parts})
+		refs = append(refs, boundFamily{BoundPartPeak, parts})
 	}
-	refs = append(refs, ref{BoundHindsightMargin, 1}, ref{BoundOracle, 1})
+	refs = append(refs, boundFamily{BoundHindsightMargin, 1}, boundFamily{BoundOracle, 1})
 	for i, r := range refs {
 		name := "ref: " + r.rule
 		if r.rule == BoundPartPeak {
 			name = fmt.Sprintf("ref: %s, %d parts", r.rule, r.parts)
 		}
 		l := Line{Name: name, Color: boundColors[i%len(boundColors)], Markers: true, Connect: r.rule != BoundOracle}
-		for _, b := range BoundFront(bounds, r.rule, r.parts) {
+		for _, b := range boundFront(bounds, r) {
 			if b.OOMFreeFraction >= FrontierMinOOMFree {
 				l.X, l.Y = append(l.X, 100*b.OOMFreeFraction), append(l.Y, b.MemorySlackMean)
 			}
