@@ -110,7 +110,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if defaultGC(os.Getenv) {
 		logger.V(1).Info("GOGC is not set; the garbage collector targets the recommender's default heap growth", "gcPercent", DefaultGCPercent)
 	}
-	cfg, err := o.Client.RESTConfig()
+	cfg, err := o.Kube.RESTConfig()
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func Run(ctx context.Context, o *options.Options) error {
 
 	nsFilter := o.Namespaces.Filter()
 	oom := input.NewOOMObserver()
-	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.FeatureGates.Enabled(features.NativeSidecar), scope)
+	inf, err := input.NewInformers(clients, nsFilter.WatchNamespace(), oom, o.Features.Enabled(features.NativeSidecar), scope)
 	if err != nil {
 		return err
 	}
@@ -302,9 +302,9 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		CheckpointsWriteInterval: o.CheckpointsWriteInterval,
 		MinCheckpoints:           o.MinCheckpoints,
 		Workers:                  o.UpdateWorkerCount,
-		PerVPAConfig:             o.FeatureGates.Enabled(features.PerVPAConfig),
+		PerVPAConfig:             o.Features.Enabled(features.PerVPAConfig),
 		Model:                    &modelCfg,
-		StatusWritesPerLoop:      loop.WritesPerInterval(o.Client.QPS, o.Client.Burst, o.RecommenderInterval),
+		StatusWritesPerLoop:      loop.WritesPerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
 	}, loop.Deps{
 		VPAs:        inf.VPALister,
 		Pods:        inf.PodLister,

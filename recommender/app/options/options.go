@@ -67,10 +67,10 @@ type Prometheus struct {
 
 // Options are the recommender's settings.
 type Options struct {
-	Client         kubeclient.Options
+	Kube           kubeclient.Options
 	Namespaces     namespaces.Options
 	LeaderElection leaderelection.Options
-	FeatureGates   featuregate.MutableFeatureGate
+	Features       featuregate.MutableFeatureGate
 
 	RecommenderName          string
 	RecommenderInterval      time.Duration
@@ -110,9 +110,9 @@ func NewOptions() *Options {
 	return &Options{
 		// Upstream's recommender defaults to -v=4 and --stderrthreshold=INFO.
 		Logging:                  component.NewLogging(4, "INFO"),
-		Client:                   kubeclient.NewOptions("vpa-recommender"),
+		Kube:                     kubeclient.NewOptions("vpa-recommender"),
 		LeaderElection:           leaderelection.NewOptions(LeaseName),
-		FeatureGates:             features.NewGate(),
+		Features:                 features.NewGate(),
 		RecommenderName:          "default",
 		RecommenderInterval:      time.Minute,
 		CheckpointsGCInterval:    10 * time.Minute,
@@ -201,10 +201,10 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&p.BearerToken, "prometheus-bearer-token", p.BearerToken, "The bearer token used in the Prometheus server bearer token auth")
 	fs.StringVar(&p.BearerTokenFile, "prometheus-bearer-token-file", p.BearerTokenFile, "Path to the bearer token file used for authentication by the Prometheus server")
 
-	o.Client.AddFlags(s.FlagSet("kubernetes client"))
+	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
 	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
-	features.AddFlag(s.FlagSet("feature gates"), o.FeatureGates)
+	features.AddFlag(s.FlagSet("feature gates"), o.Features)
 	o.Logging.AddFlags(s.FlagSet("logging"))
 	return s
 }
@@ -217,7 +217,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	add(o.Client.Validate())
+	add(o.Kube.Validate())
 	errs = append(errs, o.Logging.Validate()...)
 	add(o.Namespaces.Validate())
 	add(o.LeaderElection.Validate())
