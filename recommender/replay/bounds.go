@@ -41,6 +41,13 @@ type BoundPoint struct {
 	// Parts is the number of parts of the day with a request of their own:
 	// 1 but for part-peak and the oracle of parts.
 	Parts int
+	// Answered is the recent-peak or hindsight-margin rule with every kill
+	// answered: from the first sample above the request on, the request
+	// rises to the highest sample so far, for the rest of the day, as a
+	// recommender that raises the request after a kill would (knowing the
+	// usage that killed, which a live one does not). The day still counts
+	// as an OOM day.
+	Answered bool
 	// Margin is the recent-peak rule's margin; Penalty is the cost of one
 	// day with an OOM, in units of one day's slack, that the hindsight rule
 	// trades against slack when it picks each container's margin.
@@ -55,13 +62,17 @@ type BoundPoint struct {
 
 // Setting names the point's setting, as in bounds.csv.
 func (p BoundPoint) Setting() string {
+	answered := ""
+	if p.Answered {
+		answered = ", kills answered"
+	}
 	switch p.Rule {
 	case BoundRecentPeak:
-		return fmt.Sprintf("%dd, margin %g", p.Horizon, p.Margin)
+		return fmt.Sprintf("%dd, margin %g%s", p.Horizon, p.Margin, answered)
 	case BoundPartPeak:
 		return fmt.Sprintf("%d parts, %dd, margin %g", p.Parts, p.Horizon, p.Margin)
 	case BoundHindsightMargin:
-		return fmt.Sprintf("%dd, penalty %g", p.Horizon, p.Penalty)
+		return fmt.Sprintf("%dd, penalty %g%s", p.Horizon, p.Penalty, answered)
 	}
 	if p.Parts > 1 {
 		return fmt.Sprintf("%d parts, each part's peak", p.Parts)
@@ -80,13 +91,25 @@ var (
 )
 
 // dayPeak is what the reference rules know of one day of one container:
-// its memory peak and p95, and the peaks of its parts for every number of
-// parts the rules cut days into (1 and BoundParts).
+// its memory peak and p95, the peaks of its parts for every number of parts
+// the rules cut days into (1 and BoundParts), and its running peak.
 type dayPeak struct {
 	day       int
 	peak, p95 float64
 	scored    bool
 	parts     map[int][]partPeak
+	// ladder is the highest sample before each sample, as steps in time
+	// order: the first step, level 0, is the first sample's; each later
+	// step starts at the sample after a new highest one. With every kill
+	// answered a sample's request is the larger of the day's request and
+	// its step's level.
+	ladder []step
+}
+
+// step is a run of samples that have the same highest earlier sample.
+type step struct {
+	level   float64
+	samples int
 }
 
 // partPeak is the peak and the number of samples of one part of a day.
@@ -102,7 +125,16 @@ func newDayPeak(cd containerDay, start time.Time) dayPeak {
 	for i, s := range cd.samples {
 		mem[i] = s.Memory
 	}
-	d.p95, d.peak = quantileMax(mem, 0.95)
+	if len(mem) > 0 {
+		d.ladder = []step{{level: 0, samples: 1}}
+	}
+	for i, m := range mem[:max(len(mem)-1, 0)] {
+		if i == 0 || m > d.ladder[len(d.ladder)-1].level {
+			d.ladder = append(d.ladder, step{level: m})
+		}
+		d.ladder[len(d.ladder)-1].samples++
+	}
+	d.p95, d.peak = quantileMax(mem, 0.95) // sorts mem
 	for _, n := range append([]int{1}, BoundParts...) {
 		parts := make([]partPeak, n)
 		for _, s := range cd.samples {
@@ -122,6 +154,10 @@ type boundOutcome struct {
 	level float64
 	p95   float64
 	parts []boundPart
+	// ladder, when set, is the day's running peak (dayPeak.ladder): every
+	// kill is answered, and the day's slack is that of its samples' mean
+	// request.
+	ladder []step
 }
 
 type boundPart struct {
@@ -153,13 +189,23 @@ func (o boundOutcome) score(margin float64) (float64, bool) {
 	for _, p := range o.parts {
 		oom = oom || p.peak > p.level*(1+margin)
 	}
-	return slack(o.level*(1+margin), o.p95), oom
+	request := o.level * (1 + margin)
+	if o.ladder != nil {
+		sum, n := 0.0, 0
+		for _, s := range o.ladder {
+			sum += float64(s.samples) * max(request, s.level)
+			n += s.samples
+		}
+		request = sum / float64(n)
+	}
+	return slack(request, o.p95), oom
 }
 
 // Bounds scores the reference rules on trace: the oracle for the whole day
 // and for every number of parts, the recent-peak rule for every horizon and
 // margin, part-peak for every number of parts, horizon and margin, and the
-// hindsight-margin rule for every horizon and penalty. Days are scored as in
+// hindsight-margin rule for every horizon and penalty; recent-peak and
+// hindsight-margin also with kills answered. Days are scored as in
 // Replay (the same days, the day's memory p95 against the request); a
 // scored day with no earlier day of its container is left out, and the
 // request is constant over the day (over each part, with parts).
@@ -194,61 +240,79 @@ func Bounds(trace *Trace) []BoundPoint {
 		out = append(out, scoreBound(BoundPoint{Rule: BoundOracle, Parts: parts}, own, func(int) float64 { return 0 }))
 	}
 
-	hindsightMargins := make([]float64, 301)
-	for i := range hindsightMargins {
-		hindsightMargins[i] = float64(i) / 100
-	}
 	for _, h := range BoundHorizons {
-		outcomes := make([][]boundOutcome, len(containers))
-		for ci, days := range containers {
-			outcomes[ci] = partPeakOutcomes(days, h, 1)
-		}
-		for _, m := range BoundMargins {
-			out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Parts: 1, Margin: m}, outcomes, func(int) float64 { return m }))
+		for _, answered := range []bool{false, true} {
+			outcomes := make([][]boundOutcome, len(containers))
+			for ci, days := range containers {
+				outcomes[ci] = partPeakOutcomes(days, h, 1, answered)
+			}
+			for _, m := range BoundMargins {
+				out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Parts: 1, Margin: m, Answered: answered}, outcomes,
+					func(int) float64 { return m }))
+			}
+			out = append(out, hindsightBounds(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Parts: 1, Answered: answered}, outcomes)...)
 		}
 		for _, parts := range BoundParts {
 			partOutcomes := make([][]boundOutcome, len(containers))
 			for ci, days := range containers {
-				partOutcomes[ci] = partPeakOutcomes(days, h, parts)
+				partOutcomes[ci] = partPeakOutcomes(days, h, parts, false)
 			}
 			for _, m := range BoundMargins {
 				out = append(out, scoreBound(BoundPoint{Rule: BoundPartPeak, Horizon: h, Parts: parts, Margin: m}, partOutcomes,
 					func(int) float64 { return m }))
 			}
 		}
-		// Each container's cost and OOM days at every margin. The cost counts
-		// a day's slack as at least 0: the mean slack is unbounded below, and
-		// a margin that leaves a day far under its usage must not look cheap
-		// for that.
-		costs := make([][]float64, len(containers))
-		ooms := make([][]int, len(containers))
-		for ci, os := range outcomes {
-			costs[ci] = make([]float64, len(hindsightMargins))
-			ooms[ci] = make([]int, len(hindsightMargins))
-			for mi, m := range hindsightMargins {
-				for _, o := range os {
-					s, oom := o.score(m)
-					costs[ci][mi] += max(s, 0)
-					if oom {
-						ooms[ci][mi]++
-					}
+	}
+	return out
+}
+
+// hindsightMargins are the margins the hindsight-margin rule picks from: 0
+// to 3 in steps of 0.01.
+var hindsightMargins = func() []float64 {
+	ms := make([]float64, 301)
+	for i := range ms {
+		ms[i] = float64(i) / 100
+	}
+	return ms
+}()
+
+// hindsightBounds scores the hindsight-margin rule on the recent-peak
+// outcomes of every container, p being the rule's point with its horizon,
+// for every penalty.
+func hindsightBounds(p BoundPoint, outcomes [][]boundOutcome) []BoundPoint {
+	// Each container's cost and OOM days at every margin. The cost counts a
+	// day's slack as at least 0: the mean slack is unbounded below, and a
+	// margin that leaves a day far under its usage must not look cheap for
+	// that.
+	costs := make([][]float64, len(outcomes))
+	ooms := make([][]int, len(outcomes))
+	for ci, os := range outcomes {
+		costs[ci] = make([]float64, len(hindsightMargins))
+		ooms[ci] = make([]int, len(hindsightMargins))
+		for mi, m := range hindsightMargins {
+			for _, o := range os {
+				s, oom := o.score(m)
+				costs[ci][mi] += max(s, 0)
+				if oom {
+					ooms[ci][mi]++
 				}
 			}
 		}
-		for _, penalty := range BoundPenalties {
-			best := make([]float64, len(containers))
-			for ci := range outcomes {
-				b := 0
-				for mi := range hindsightMargins {
-					if costs[ci][mi]+penalty*float64(ooms[ci][mi]) < costs[ci][b]+penalty*float64(ooms[ci][b]) {
-						b = mi
-					}
+	}
+	var out []BoundPoint
+	for _, penalty := range BoundPenalties {
+		best := make([]float64, len(outcomes))
+		for ci := range outcomes {
+			b := 0
+			for mi := range hindsightMargins {
+				if costs[ci][mi]+penalty*float64(ooms[ci][mi]) < costs[ci][b]+penalty*float64(ooms[ci][b]) {
+					b = mi
 				}
-				best[ci] = hindsightMargins[b]
 			}
-			out = append(out, scoreBound(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Parts: 1, Penalty: penalty}, outcomes,
-				func(ci int) float64 { return best[ci] }))
+			best[ci] = hindsightMargins[b]
 		}
+		p.Penalty = penalty
+		out = append(out, scoreBound(p, outcomes, func(ci int) float64 { return best[ci] }))
 	}
 	return out
 }
@@ -281,15 +345,16 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci int) flo
 // day its highest peak over the horizon days before (over the latest
 // earlier day when none is that recent); when that is 0 (none of them has
 // a sample in the part, or only 0-byte readings), their whole-day peak.
-// With one part it is the recent-peak rule.
-func partPeakOutcomes(days []dayPeak, horizon, parts int) []boundOutcome {
+// With one part it is the recent-peak rule, whose kills are answered when
+// answered is set.
+func partPeakOutcomes(days []dayPeak, horizon, parts int, answered bool) []boundOutcome {
 	var out []boundOutcome
 	for i, d := range days {
 		if !d.scored || i == 0 {
 			continue
 		}
 		recent := days[recentStart(days, i, horizon):i]
-		out = append(out, partsOutcome(d, parts, func(j int) float64 {
+		o := partsOutcome(d, parts, func(j int) float64 {
 			level := 0.0
 			for _, e := range recent {
 				level = max(level, e.parts[parts][j].peak)
@@ -301,7 +366,11 @@ func partPeakOutcomes(days []dayPeak, horizon, parts int) []boundOutcome {
 				level = max(level, e.peak)
 			}
 			return level
-		}))
+		})
+		if answered {
+			o.ladder = d.ladder
+		}
+		out = append(out, o)
 	}
 	return out
 }
@@ -319,9 +388,10 @@ func recentStart(days []dayPeak, i, horizon int) int {
 
 // LeanestBound returns, for every rule (and every number of parts of
 // the oracle and part-peak), the point of lowest mean memory slack among
-// those with at least minOOMFree OOM-free days, in rule order (oracle and
-// recent-peak, each followed by its parts, then hindsight-margin); rules
-// with no such point are left out.
+// those with at least minOOMFree OOM-free days, in rule order (the oracle
+// and its parts, recent-peak and with kills answered, part-peak's parts,
+// hindsight-margin and with kills answered); rules with no such point are
+// left out.
 func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 	best := map[boundFamily]BoundPoint{}
 	for _, p := range points {
@@ -330,15 +400,15 @@ func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 			best[k] = p
 		}
 	}
-	order := []boundFamily{{BoundOracle, 1}}
+	order := []boundFamily{{BoundOracle, 1, false}}
 	for _, parts := range BoundParts {
-		order = append(order, boundFamily{BoundOracle, parts})
+		order = append(order, boundFamily{BoundOracle, parts, false})
 	}
-	order = append(order, boundFamily{BoundRecentPeak, 1})
+	order = append(order, boundFamily{BoundRecentPeak, 1, false}, boundFamily{BoundRecentPeak, 1, true})
 	for _, parts := range BoundParts {
-		order = append(order, boundFamily{BoundPartPeak, parts})
+		order = append(order, boundFamily{BoundPartPeak, parts, false})
 	}
-	order = append(order, boundFamily{BoundHindsightMargin, 1})
+	order = append(order, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundHindsightMargin, 1, true})
 	var out []BoundPoint
 	for _, k := range order {
 		if b, ok := best[k]; ok {
@@ -348,14 +418,16 @@ func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 	return out
 }
 
-// boundFamily is one rule with one number of parts of the day: the points
-// LeanestBound picks one from, and one front of frontier.svg.
+// boundFamily is one rule with one number of parts of the day, its kills
+// answered or not: the points LeanestBound picks one from, and one front of
+// frontier.svg.
 type boundFamily struct {
-	rule  string
-	parts int
+	rule     string
+	parts    int
+	answered bool
 }
 
-func (p BoundPoint) family() boundFamily { return boundFamily{p.Rule, p.Parts} }
+func (p BoundPoint) family() boundFamily { return boundFamily{p.Rule, p.Parts, p.Answered} }
 
 // boundFront returns the Pareto front of the points of family f (see
 // ParetoFront), by increasing OOM-free fraction.
@@ -372,14 +444,14 @@ func boundFront(points []BoundPoint, f boundFamily) []BoundPoint {
 // WriteBoundsCSV writes one row per point.
 func WriteBoundsCSV(w io.Writer, points []BoundPoint) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction", "day_parts"}); err != nil {
+	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction", "day_parts", "kills_answered"}); err != nil {
 		return err
 	}
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
 	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 	for _, p := range points {
 		if err := cw.Write([]string{p.Rule, strconv.Itoa(p.Horizon), g(p.Margin), g(p.Penalty), strconv.Itoa(p.WorkloadDays),
-			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction), strconv.Itoa(p.Parts)}); err != nil {
+			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction), strconv.Itoa(p.Parts), strconv.FormatBool(p.Answered)}); err != nil {
 			return err
 		}
 	}

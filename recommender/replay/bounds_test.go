@@ -32,7 +32,10 @@ func TestBoundsByHand(t *testing.T) {
 	// r scores slack 1 − 100/r: 0.5 at 200, 0.75 at 400, 0.875 at 800.
 	tr := peaksTrace([]float64{200, 200, 200, 200, 200}, []float64{200, 200, 400, 200, 200})
 	points := Bounds(tr)
-	find := findBound(t, points)
+	find, findAnswered := findBound(t, points, false), findBound(t, points, true)
+	// With kills answered, b's day 2 at 200 B is killed at hour 12 and asks
+	// for 400 B from hour 13 on: its mean request is (13·200 + 11·400) / 24.
+	answeredDay2 := 1 - 100/((13*200.0+11*400)/24)
 	for _, tc := range []struct {
 		name           string
 		got            BoundPoint
@@ -49,6 +52,10 @@ func TestBoundsByHand(t *testing.T) {
 		{"part peak, 2 parts, 1 day, no margin", find(BoundPartPeak, 1, 0, 0, 2), (7.0/3 + 0.6) / 8, 7.0 / 8},
 		// b: 200, 200 (OOM), 400, 200.
 		{"recent peak, 1 day, no margin", find(BoundRecentPeak, 1, 0, 0), (7*0.5 + 0.75) / 8, 7.0 / 8},
+		// The same request at the start of each day; day 2 is still an OOM day.
+		{"recent peak, 1 day, no margin, kills answered", findAnswered(BoundRecentPeak, 1, 0, 0), (6*0.5 + answeredDay2 + 0.75) / 8, 7.0 / 8},
+		// Margin 1 kills nothing, so answering changes nothing.
+		{"recent peak, 1 day, margin 1, kills answered", findAnswered(BoundRecentPeak, 1, 1, 0), (7*0.75 + 0.875) / 8, 1},
 		// a: 400 each day; b: 400, 400, 800, 400.
 		{"recent peak, 1 day, margin 1", find(BoundRecentPeak, 1, 1, 0), (7*0.75 + 0.875) / 8, 1},
 		// b: 200, 200 (OOM), 400, 400: the jump is covered one day longer.
@@ -58,6 +65,13 @@ func TestBoundsByHand(t *testing.T) {
 		// margin 0): a penalty of 0.5 keeps the OOM day, 1 covers it.
 		{"hindsight, penalty 0.5", find(BoundHindsightMargin, 1, 0, 0.5), (7*0.5 + 0.75) / 8, 7.0 / 8},
 		{"hindsight, penalty 1", find(BoundHindsightMargin, 1, 0, 1), (4*0.5 + 3.125) / 8, 1},
+		// With kills answered b's margin 0 costs 0.5 + answeredDay2 + 0.75 +
+		// 0.5 ≈ 2.41 and one OOM day, against 3.125 at margin 1: a penalty
+		// of 0.75 now covers day 2 (without answers it costs 2.25 + 0.75 and
+		// keeps the OOM day).
+		{"hindsight, penalty 0.5, kills answered", findAnswered(BoundHindsightMargin, 1, 0, 0.5), (6*0.5 + answeredDay2 + 0.75) / 8, 7.0 / 8},
+		{"hindsight, penalty 0.75", find(BoundHindsightMargin, 1, 0, 0.75), (7*0.5 + 0.75) / 8, 7.0 / 8},
+		{"hindsight, penalty 0.75, kills answered", findAnswered(BoundHindsightMargin, 1, 0, 0.75), (4*0.5 + 3.125) / 8, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !near(tc.got.MemorySlackMean, tc.slack) || !near(tc.got.OOMFreeFraction, tc.oomFree) || tc.got.WorkloadDays != 8 {
@@ -74,27 +88,31 @@ func TestBoundsByHand(t *testing.T) {
 	}
 	// Fully OOM-free: the recent-peak rule needs margin 1 and is leanest
 	// with 1 day, and so is part-peak; hindsight at the first horizon and
-	// penalty that covers b.
+	// penalty that covers b (a lower one with kills answered). A rule that
+	// kills nothing answers nothing.
 	if got, want := strings.Join(rules, "; "), "oracle each day's peak; oracle 2 parts, each part's peak; oracle 4 parts, each part's peak; "+
-		"recent-peak 1d, margin 1; part-peak 2 parts, 1d, margin 1; part-peak 4 parts, 1d, margin 1; hindsight-margin 1d, penalty 1"; got != want {
+		"recent-peak 1d, margin 1; recent-peak 1d, margin 1, kills answered; part-peak 2 parts, 1d, margin 1; part-peak 4 parts, 1d, margin 1; "+
+		"hindsight-margin 1d, penalty 1; hindsight-margin 1d, penalty 0.75, kills answered"; got != want {
 		t.Errorf("leanest fully OOM-free settings: %s, want %s", got, want)
 	}
 
 	var csv bytes.Buffer
-	if err := WriteBoundsCSV(&csv, []BoundPoint{find(BoundOracle, 0, 0, 0, 2), find(BoundRecentPeak, 1, 0, 0)}); err != nil {
+	if err := WriteBoundsCSV(&csv, []BoundPoint{find(BoundOracle, 0, 0, 0, 2), find(BoundRecentPeak, 1, 0, 0), findAnswered(BoundRecentPeak, 1, 0, 0)}); err != nil {
 		t.Fatal(err)
 	}
-	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,memory_slack_median,oom_free_fraction,day_parts\n" +
-		"oracle,0,0,0,8,0.3667,0.3333,1.0000,2\n" +
-		"recent-peak,1,0,0,8,0.5312,0.5000,0.8750,1\n"
+	want := "rule,horizon_days,margin,penalty,workload_days,memory_slack_mean,memory_slack_median,oom_free_fraction,day_parts,kills_answered\n" +
+		"oracle,0,0,0,8,0.3667,0.3333,1.0000,2,false\n" +
+		"recent-peak,1,0,0,8,0.5312,0.5000,0.8750,1,false\n" +
+		"recent-peak,1,0,0,8,0.5509,0.5000,0.8750,1,true\n"
 	if csv.String() != want {
 		t.Errorf("bounds.csv:\n%s\nwant:\n%s", csv.String(), want)
 	}
 }
 
 // findBound returns a function that finds the point of a rule's setting in
-// points, with one part of the day unless parts says otherwise.
-func findBound(t *testing.T, points []BoundPoint) func(rule string, horizon int, margin, penalty float64, parts ...int) BoundPoint {
+// points, with one part of the day unless parts says otherwise, its kills
+// answered or not.
+func findBound(t *testing.T, points []BoundPoint, answered bool) func(rule string, horizon int, margin, penalty float64, parts ...int) BoundPoint {
 	return func(rule string, horizon int, margin, penalty float64, parts ...int) BoundPoint {
 		t.Helper()
 		n := 1
@@ -102,11 +120,11 @@ func findBound(t *testing.T, points []BoundPoint) func(rule string, horizon int,
 			n = parts[0]
 		}
 		for _, p := range points {
-			if p.Rule == rule && p.Horizon == horizon && p.Margin == margin && p.Penalty == penalty && p.Parts == n {
+			if p.Rule == rule && p.Horizon == horizon && p.Margin == margin && p.Penalty == penalty && p.Parts == n && p.Answered == answered {
 				return p
 			}
 		}
-		t.Fatalf("no %s point at %dd, margin %v, penalty %v, %d parts", rule, horizon, margin, penalty, n)
+		t.Fatalf("no %s point at %dd, margin %v, penalty %v, %d parts, kills answered %v", rule, horizon, margin, penalty, n, answered)
 		return BoundPoint{}
 	}
 }
@@ -124,7 +142,7 @@ func TestBoundsPartPeak(t *testing.T) {
 	c := hourly(make([]float64, len(mem)), mem, 0, 0)
 	c.Samples = slices.Delete(c.Samples, 12, 24)
 	tr := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{c}}}}
-	find := findBound(t, Bounds(tr))
+	find := findBound(t, Bounds(tr), false)
 	// p95 of every scored day: 100 B. With 2 parts and 1 day:
 	//   day 1: the first half asks for day 0's 200 B; day 0 has no second
 	//     half, so the second asks for its whole-day peak, 200 B: slack 0.5.

@@ -410,15 +410,18 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 		s := res.ProvisionedSummary()
 		p.Lines = append(p.Lines, Line{Name: "provisioned", Color: "#000000", Markers: true, X: []float64{100 * s.OOMFreeFraction}, Y: []float64{s.MemorySlackMean}})
 	}
-	refs := []boundFamily{{BoundRecentPeak, 1}}
+	refs := []boundFamily{{BoundRecentPeak, 1, false}, {BoundRecentPeak, 1, true}}
 	for _, parts := range BoundParts {
-		refs = append(refs, boundFamily{BoundPartPeak, parts})
+		refs = append(refs, boundFamily{BoundPartPeak, parts, false})
 	}
-	refs = append(refs, boundFamily{BoundHindsightMargin, 1}, boundFamily{BoundOracle, 1})
+	refs = append(refs, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundOracle, 1, false})
 	for i, r := range refs {
 		name := "ref: " + r.rule
-		if r.rule == BoundPartPeak {
+		switch {
+		case r.rule == BoundPartPeak:
 			name = fmt.Sprintf("ref: %s, %d parts", r.rule, r.parts)
+		case r.answered:
+			name += ", kills answered"
 		}
 		l := Line{Name: name, Color: boundColors[i%len(boundColors)], Markers: true, Connect: r.rule != BoundOracle}
 		for _, b := range boundFront(bounds, r) {
@@ -435,7 +438,7 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 
 // boundColors are the colours of the reference rules' fronts, apart from the
 // estimators' palette.
-var boundColors = []string{"#bcbd22", "#8c6d31", "#843c39", "#e377c2", "#393b79"}
+var boundColors = []string{"#bcbd22", "#637939", "#8c6d31", "#843c39", "#e377c2", "#393b79"}
 
 // ParetoFront returns the points no other point beats on both axes (lower
 // slack and more OOM-free days), by increasing OOM-free fraction.

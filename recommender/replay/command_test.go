@@ -130,7 +130,7 @@ func TestRunCommandHoldout(t *testing.T) {
 	}
 	// The holdout's day-3 spike is above every earlier day: one OOM day in
 	// three for the recent-peak rule at margin 0, none on the tuning trace.
-	for dir, want := range map[string]string{out: "recent-peak,1,0,0,3,0.0000,0.0000,1.0000,1", filepath.Join(out, "holdout"): "recent-peak,1,0,0,3,0.0000,0.0000,0.6667,1"} {
+	for dir, want := range map[string]string{out: "recent-peak,1,0,0,3,0.0000,0.0000,1.0000,1,false", filepath.Join(out, "holdout"): "recent-peak,1,0,0,3,0.0000,0.0000,0.6667,1,false"} {
 		data, err := os.ReadFile(filepath.Join(dir, "bounds.csv"))
 		if err != nil {
 			t.Fatal(err)

@@ -174,19 +174,23 @@ func TestBoundsOnBothTraces(t *testing.T) {
 			"oracle 2 parts, each part's peak: 1303 days, slack 0.472 (median 0.473), 100.0% OOM-free",
 			"oracle 4 parts, each part's peak: 1303 days, slack 0.362 (median 0.351), 100.0% OOM-free",
 			"recent-peak 4d, margin 0.3: 1303 days, slack 0.701 (median 0.744), 95.2% OOM-free",
+			"recent-peak 7d, margin 0.2, kills answered: 1303 days, slack 0.722 (median 0.748), 95.1% OOM-free",
 			"part-peak 2 parts, 7d, margin 0.5: 1303 days, slack 0.747 (median 0.758), 95.2% OOM-free",
 			"part-peak 4 parts, 14d, margin 0.7: 1303 days, slack 0.771 (median 0.774), 95.1% OOM-free",
 			"hindsight-margin 1d, penalty 5: 1303 days, slack 0.665 (median 0.786), 95.0% OOM-free",
+			"hindsight-margin 4d, penalty 0.75, kills answered: 1303 days, slack 0.688 (median 0.727), 95.4% OOM-free",
 		}},
 		"holdout": {file: holdoutTraceFile, want: []string{
 			"oracle each day's peak: 1338 days, slack 0.538 (median 0.560), 100.0% OOM-free",
 			"oracle 2 parts, each part's peak: 1338 days, slack 0.406 (median 0.438), 100.0% OOM-free",
 			"oracle 4 parts, each part's peak: 1338 days, slack 0.238 (median 0.296), 100.0% OOM-free",
 			"recent-peak 3d, margin 1: 1338 days, slack 0.683 (median 0.847), 95.6% OOM-free",
+			"recent-peak 14d, margin 0.2, kills answered: 1338 days, slack 0.743 (median 0.790), 95.1% OOM-free",
 			// With 4 parts no setting reaches 95% (the safest, 28 days and
 			// margin 1, is at 91.3%).
 			"part-peak 2 parts, 14d, margin 1: 1338 days, slack 0.798 (median 0.854), 95.4% OOM-free",
 			"hindsight-margin 2d, penalty 1.5: 1338 days, slack 0.480 (median 0.806), 95.1% OOM-free",
+			"hindsight-margin 7d, penalty 1, kills answered: 1338 days, slack 0.714 (median 0.783), 95.1% OOM-free",
 		}},
 	}
 	for name, tc := range tests {
