@@ -26,6 +26,12 @@ const (
 	// margin, chosen knowing all of its days: the most that adapting the
 	// margin per workload could gain.
 	BoundHindsightMargin = "hindsight-margin"
+	// BoundForwardMargin is the hindsight-margin rule run forward: each
+	// day, each container's margin is the one that would have cost it least
+	// over its earlier days (the largest when margins cost the same, as on
+	// its first day). It is what choosing the margin per workload from its
+	// own past gains, with no model in the way.
+	BoundForwardMargin = "forward-margin"
 	// BoundOracle requests each day's own peak (or each part's, with
 	// Parts).
 	BoundOracle = "oracle"
@@ -49,8 +55,8 @@ type BoundPoint struct {
 	// as an OOM day.
 	Answered bool
 	// Margin is the recent-peak rule's margin; Penalty is the cost of one
-	// day with an OOM, in units of one day's slack, that the hindsight rule
-	// trades against slack when it picks each container's margin.
+	// day with an OOM, in units of one day's slack, that the hindsight and
+	// forward rules trade against slack when they pick a container's margin.
 	Margin, Penalty float64
 	// WorkloadDays is the number of scored days the rule had an earlier
 	// day to go on for.
@@ -71,7 +77,7 @@ func (p BoundPoint) Setting() string {
 		return fmt.Sprintf("%dd, margin %g%s", p.Horizon, p.Margin, answered)
 	case BoundPartPeak:
 		return fmt.Sprintf("%d parts, %dd, margin %g", p.Parts, p.Horizon, p.Margin)
-	case BoundHindsightMargin:
+	case BoundHindsightMargin, BoundForwardMargin:
 		return fmt.Sprintf("%dd, penalty %g%s", p.Horizon, p.Penalty, answered)
 	}
 	if p.Parts > 1 {
@@ -204,8 +210,8 @@ func (o boundOutcome) score(margin float64) (float64, bool) {
 // Bounds scores the reference rules on trace: the oracle for the whole day
 // and for every number of parts, the recent-peak rule for every horizon and
 // margin, part-peak for every number of parts, horizon and margin, and the
-// hindsight-margin rule for every horizon and penalty; recent-peak and
-// hindsight-margin also with kills answered. Days are scored as in
+// hindsight-margin and forward-margin rules for every horizon and penalty;
+// recent-peak, hindsight-margin and forward-margin also with kills answered. Days are scored as in
 // Replay (the same days, the day's memory p95 against the request); a
 // scored day with no earlier day of its container is left out, and the
 // request is constant over the day (over each part, with parts).
@@ -237,7 +243,7 @@ func Bounds(trace *Trace) []BoundPoint {
 			}
 			own = append(own, os)
 		}
-		out = append(out, scoreBound(BoundPoint{Rule: BoundOracle, Parts: parts}, own, func(int) float64 { return 0 }))
+		out = append(out, scoreBound(BoundPoint{Rule: BoundOracle, Parts: parts}, own, func(int, int) float64 { return 0 }))
 	}
 
 	for _, h := range BoundHorizons {
@@ -248,9 +254,9 @@ func Bounds(trace *Trace) []BoundPoint {
 			}
 			for _, m := range BoundMargins {
 				out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Parts: 1, Margin: m, Answered: answered}, outcomes,
-					func(int) float64 { return m }))
+					func(int, int) float64 { return m }))
 			}
-			out = append(out, hindsightBounds(BoundPoint{Rule: BoundHindsightMargin, Horizon: h, Parts: 1, Answered: answered}, outcomes)...)
+			out = append(out, marginBounds(BoundPoint{Horizon: h, Parts: 1, Answered: answered}, outcomes)...)
 		}
 		for _, parts := range BoundParts {
 			partOutcomes := make([][]boundOutcome, len(containers))
@@ -259,15 +265,15 @@ func Bounds(trace *Trace) []BoundPoint {
 			}
 			for _, m := range BoundMargins {
 				out = append(out, scoreBound(BoundPoint{Rule: BoundPartPeak, Horizon: h, Parts: parts, Margin: m}, partOutcomes,
-					func(int) float64 { return m }))
+					func(int, int) float64 { return m }))
 			}
 		}
 	}
 	return out
 }
 
-// hindsightMargins are the margins the hindsight-margin rule picks from: 0
-// to 3 in steps of 0.01.
+// hindsightMargins are the margins the hindsight-margin and forward-margin
+// rules pick from: 0 to 3 in steps of 0.01.
 var hindsightMargins = func() []float64 {
 	ms := make([]float64, 301)
 	for i := range ms {
@@ -276,55 +282,75 @@ var hindsightMargins = func() []float64 {
 	return ms
 }()
 
-// hindsightBounds scores the hindsight-margin rule on the recent-peak
-// outcomes of every container, p being the rule's point with its horizon,
-// for every penalty.
-func hindsightBounds(p BoundPoint, outcomes [][]boundOutcome) []BoundPoint {
-	// Each container's cost and OOM days at every margin. The cost counts a
+// marginBounds scores the hindsight-margin and forward-margin rules on the
+// recent-peak outcomes of every container, p giving the horizon and whether
+// kills are answered, for every penalty.
+func marginBounds(p BoundPoint, outcomes [][]boundOutcome) []BoundPoint {
+	// The cost of each day of each container at every margin counts the
 	// day's slack as at least 0: the mean slack is unbounded below, and a
 	// margin that leaves a day far under its usage must not look cheap for
 	// that.
-	costs := make([][]float64, len(outcomes))
-	ooms := make([][]int, len(outcomes))
+	costs := make([][][]float64, len(outcomes))
+	ooms := make([][][]bool, len(outcomes))
 	for ci, os := range outcomes {
-		costs[ci] = make([]float64, len(hindsightMargins))
-		ooms[ci] = make([]int, len(hindsightMargins))
-		for mi, m := range hindsightMargins {
-			for _, o := range os {
+		costs[ci], ooms[ci] = make([][]float64, len(os)), make([][]bool, len(os))
+		for di, o := range os {
+			costs[ci][di], ooms[ci][di] = make([]float64, len(hindsightMargins)), make([]bool, len(hindsightMargins))
+			for mi, m := range hindsightMargins {
 				s, oom := o.score(m)
-				costs[ci][mi] += max(s, 0)
-				if oom {
-					ooms[ci][mi]++
-				}
+				costs[ci][di][mi], ooms[ci][di][mi] = max(s, 0), oom
 			}
 		}
 	}
 	var out []BoundPoint
 	for _, penalty := range BoundPenalties {
-		best := make([]float64, len(outcomes))
+		hindsight := make([]float64, len(outcomes))
+		forward := make([][]float64, len(outcomes))
 		for ci := range outcomes {
+			total := make([]float64, len(hindsightMargins))
+			for di := range outcomes[ci] {
+				// The margin this day would have had, going forward: the
+				// cheapest over the days before it; then the day is added.
+				b := len(total) - 1
+				for mi := len(total) - 1; mi >= 0; mi-- {
+					if total[mi] < total[b] {
+						b = mi
+					}
+				}
+				forward[ci] = append(forward[ci], hindsightMargins[b])
+				for mi := range total {
+					total[mi] += costs[ci][di][mi]
+					if ooms[ci][di][mi] {
+						total[mi] += penalty
+					}
+				}
+			}
 			b := 0
-			for mi := range hindsightMargins {
-				if costs[ci][mi]+penalty*float64(ooms[ci][mi]) < costs[ci][b]+penalty*float64(ooms[ci][b]) {
+			for mi := range total {
+				if total[mi] < total[b] {
 					b = mi
 				}
 			}
-			best[ci] = hindsightMargins[b]
+			hindsight[ci] = hindsightMargins[b]
 		}
 		p.Penalty = penalty
-		out = append(out, scoreBound(p, outcomes, func(ci int) float64 { return best[ci] }))
+		p.Rule = BoundHindsightMargin
+		out = append(out, scoreBound(p, outcomes, func(ci, _ int) float64 { return hindsight[ci] }))
+		p.Rule = BoundForwardMargin
+		out = append(out, scoreBound(p, outcomes, func(ci, di int) float64 { return forward[ci][di] }))
 	}
 	return out
 }
 
 // scoreBound fills p's scores from the outcomes of every container, the
-// request of container ci being its level times (1 + margin(ci)).
-func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci int) float64) BoundPoint {
+// request of container ci on its di-th scored day being its level times
+// (1 + margin(ci, di)).
+func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci, di int) float64) BoundPoint {
 	var slacks []float64
 	ooms := 0
 	for ci, os := range outcomes {
-		for _, o := range os {
-			s, oom := o.score(margin(ci))
+		for di, o := range os {
+			s, oom := o.score(margin(ci, di))
 			slacks = append(slacks, s)
 			if oom {
 				ooms++
@@ -390,8 +416,8 @@ func recentStart(days []dayPeak, i, horizon int) int {
 // the oracle and part-peak), the point of lowest mean memory slack among
 // those with at least minOOMFree OOM-free days, in rule order (the oracle
 // and its parts, recent-peak and with kills answered, part-peak's parts,
-// hindsight-margin and with kills answered); rules with no such point are
-// left out.
+// hindsight-margin and forward-margin, each also with kills answered);
+// rules with no such point are left out.
 func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 	best := map[boundFamily]BoundPoint{}
 	for _, p := range points {
@@ -408,7 +434,8 @@ func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
 	for _, parts := range BoundParts {
 		order = append(order, boundFamily{BoundPartPeak, parts, false})
 	}
-	order = append(order, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundHindsightMargin, 1, true})
+	order = append(order, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundHindsightMargin, 1, true},
+		boundFamily{BoundForwardMargin, 1, false}, boundFamily{BoundForwardMargin, 1, true})
 	var out []BoundPoint
 	for _, k := range order {
 		if b, ok := best[k]; ok {

@@ -72,6 +72,15 @@ func TestBoundsByHand(t *testing.T) {
 		{"hindsight, penalty 0.5, kills answered", findAnswered(BoundHindsightMargin, 1, 0, 0.5), (6*0.5 + answeredDay2 + 0.75) / 8, 7.0 / 8},
 		{"hindsight, penalty 0.75", find(BoundHindsightMargin, 1, 0, 0.75), (7*0.5 + 0.75) / 8, 7.0 / 8},
 		{"hindsight, penalty 0.75, kills answered", findAnswered(BoundHindsightMargin, 1, 0, 0.75), (4*0.5 + 3.125) / 8, 1},
+		// Going forward, each first day knows nothing and takes the largest
+		// margin, 3 (800 B: slack 0.875); later days the cheapest so far.
+		// a: margin 0 from day 2 on. b: margin 0 on day 2 (OOM); on day 3
+		// margin 0 has cost 0.5 + 0.5 + penalty against 0.75 + 0.75 at
+		// margin 1: a penalty of 0.25 keeps margin 0 (400 B, then 200 B),
+		// 1 moves to margin 1 (800 B, then 400 B).
+		{"forward, penalty 0.25", find(BoundForwardMargin, 1, 0, 0.25), (0.875 + 3*0.5 + 0.875 + 0.5 + 0.75 + 0.5) / 8, 7.0 / 8},
+		{"forward, penalty 1", find(BoundForwardMargin, 1, 0, 1), (0.875 + 3*0.5 + 0.875 + 0.5 + 0.875 + 0.75) / 8, 7.0 / 8},
+		{"forward, penalty 0.25, kills answered", findAnswered(BoundForwardMargin, 1, 0, 0.25), (0.875 + 3*0.5 + 0.875 + answeredDay2 + 0.75 + 0.5) / 8, 7.0 / 8},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !near(tc.got.MemorySlackMean, tc.slack) || !near(tc.got.OOMFreeFraction, tc.oomFree) || tc.got.WorkloadDays != 8 {

@@ -414,7 +414,7 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 	for _, parts := range BoundParts {
 		refs = append(refs, boundFamily{BoundPartPeak, parts, false})
 	}
-	refs = append(refs, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundOracle, 1, false})
+	refs = append(refs, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundForwardMargin, 1, true}, boundFamily{BoundOracle, 1, false})
 	for i, r := range refs {
 		name := "ref: " + r.rule
 		switch {
@@ -438,7 +438,7 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 
 // boundColors are the colours of the reference rules' fronts, apart from the
 // estimators' palette.
-var boundColors = []string{"#bcbd22", "#637939", "#8c6d31", "#843c39", "#e377c2", "#393b79"}
+var boundColors = []string{"#bcbd22", "#637939", "#8c6d31", "#843c39", "#e377c2", "#7b4173", "#393b79"}
 
 // ParetoFront returns the points no other point beats on both axes (lower
 // slack and more OOM-free days), by increasing OOM-free fraction.

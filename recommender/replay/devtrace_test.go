@@ -179,6 +179,8 @@ func TestBoundsOnBothTraces(t *testing.T) {
 			"part-peak 4 parts, 14d, margin 0.7: 1303 days, slack 0.771 (median 0.774), 95.1% OOM-free",
 			"hindsight-margin 1d, penalty 5: 1303 days, slack 0.665 (median 0.786), 95.0% OOM-free",
 			"hindsight-margin 4d, penalty 0.75, kills answered: 1303 days, slack 0.688 (median 0.727), 95.4% OOM-free",
+			"forward-margin 14d, penalty 0.75: 1303 days, slack 0.729 (median 0.745), 95.2% OOM-free",
+			"forward-margin 14d, penalty 0.75, kills answered: 1303 days, slack 0.734 (median 0.749), 95.2% OOM-free",
 		}},
 		"holdout": {file: holdoutTraceFile, want: []string{
 			"oracle each day's peak: 1338 days, slack 0.538 (median 0.560), 100.0% OOM-free",
@@ -191,6 +193,8 @@ func TestBoundsOnBothTraces(t *testing.T) {
 			"part-peak 2 parts, 14d, margin 1: 1338 days, slack 0.798 (median 0.854), 95.4% OOM-free",
 			"hindsight-margin 2d, penalty 1.5: 1338 days, slack 0.480 (median 0.806), 95.1% OOM-free",
 			"hindsight-margin 7d, penalty 1, kills answered: 1338 days, slack 0.714 (median 0.783), 95.1% OOM-free",
+			"forward-margin 28d, penalty 1: 1338 days, slack 0.724 (median 0.822), 95.1% OOM-free",
+			"forward-margin 28d, penalty 1, kills answered: 1338 days, slack 0.767 (median 0.826), 95.2% OOM-free",
 		}},
 	}
 	for name, tc := range tests {
