@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 func TestNamespaceName(t *testing.T) {
@@ -74,12 +75,16 @@ func TestPoll(t *testing.T) {
 	}{
 		{name: "true at once", results: []error{nil}, wantCalls: 1},
 		{name: "errors retried", results: []error{errTransient, errTransient, nil}, wantCalls: 3},
-		{name: "deadline reports last error", results: []error{errTransient}, wantErr: true, wantLast: errTransient},
+		// Checked at 0, 1, …, 49 ms: the next check would be at the deadline.
+		{name: "deadline reports last error", results: []error{errTransient}, wantErr: true, wantLast: errTransient, wantCalls: 50},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			err := poll(50*time.Millisecond, time.Millisecond, func() (bool, error) {
+			// A fake clock that each wait moves on: the test does not depend
+			// on how quickly a loaded machine schedules it.
+			clk := testingclock.NewFakeClock(time.Unix(0, 0))
+			err := poll(clk, 50*time.Millisecond, time.Millisecond, func() (bool, error) {
 				i := min(calls, len(tc.results)-1)
 				calls++
 				if tc.results[i] != nil {

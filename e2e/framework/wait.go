@@ -3,6 +3,8 @@ package framework
 import (
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // PollInterval is how often WaitFor checks its condition.
@@ -13,14 +15,14 @@ const PollInterval = 200 * time.Millisecond
 // reported if the deadline passes.
 func WaitFor(t testing.TB, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
-	if err := poll(timeout, PollInterval, cond); err != nil {
+	if err := poll(clock.RealClock{}, timeout, PollInterval, cond); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// poll is WaitFor without the test, for reuse and unit tests.
-func poll(timeout, interval time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
+// poll is WaitFor without the test, on clk, for reuse and unit tests.
+func poll(clk clock.Clock, timeout, interval time.Duration, cond func() (bool, error)) error {
+	deadline := clk.Now().Add(timeout)
 	var lastErr error
 	for {
 		ok, err := cond()
@@ -30,13 +32,13 @@ func poll(timeout, interval time.Duration, cond func() (bool, error)) error {
 		if err != nil {
 			lastErr = err
 		}
-		if !time.Now().Add(interval).Before(deadline) {
+		if !clk.Now().Add(interval).Before(deadline) {
 			if lastErr != nil {
 				return &TimeoutError{Timeout: timeout, LastErr: lastErr}
 			}
 			return &TimeoutError{Timeout: timeout}
 		}
-		time.Sleep(interval)
+		clk.Sleep(interval)
 	}
 }
 
