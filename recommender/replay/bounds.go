@@ -134,8 +134,8 @@ func newDayPeak(cd containerDay, start time.Time) dayPeak {
 	if len(mem) > 0 {
 		d.ladder = []step{{level: 0, samples: 1}}
 	}
-	for i, m := range mem[:max(len(mem)-1, 0)] {
-		if i == 0 || m > d.ladder[len(d.ladder)-1].level {
+	for _, m := range mem[:max(len(mem)-1, 0)] {
+		if m > d.ladder[len(d.ladder)-1].level {
 			d.ladder = append(d.ladder, step{level: m})
 		}
 		d.ladder[len(d.ladder)-1].samples++
@@ -160,9 +160,8 @@ type boundOutcome struct {
 	level float64
 	p95   float64
 	parts []boundPart
-	// ladder, when set, is the day's running peak (dayPeak.ladder): every
-	// kill is answered, and the day's slack is that of its samples' mean
-	// request.
+	// ladder is the day's running peak (dayPeak.ladder), for scoring the
+	// one-part rules with kills answered.
 	ladder []step
 }
 
@@ -178,7 +177,7 @@ func partsOutcome(d dayPeak, parts int, level func(j int) float64) boundOutcome 
 	for _, p := range peaks {
 		total += p.samples
 	}
-	o := boundOutcome{p95: d.p95}
+	o := boundOutcome{p95: d.p95, ladder: d.ladder}
 	for j, p := range peaks {
 		if p.samples == 0 {
 			continue
@@ -190,13 +189,15 @@ func partsOutcome(d dayPeak, parts int, level func(j int) float64) boundOutcome 
 	return o
 }
 
-func (o boundOutcome) score(margin float64) (float64, bool) {
+// score returns the day's slack and whether it has an OOM at margin; with
+// kills answered (one part) its slack is that of its samples' mean request.
+func (o boundOutcome) score(margin float64, answered bool) (float64, bool) {
 	oom := false
 	for _, p := range o.parts {
 		oom = oom || p.peak > p.level*(1+margin)
 	}
 	request := o.level * (1 + margin)
-	if o.ladder != nil {
+	if answered && len(o.ladder) > 0 {
 		sum, n := 0.0, 0
 		for _, s := range o.ladder {
 			sum += float64(s.samples) * max(request, s.level)
@@ -211,10 +212,11 @@ func (o boundOutcome) score(margin float64) (float64, bool) {
 // and for every number of parts, the recent-peak rule for every horizon and
 // margin, part-peak for every number of parts, horizon and margin, and the
 // hindsight-margin and forward-margin rules for every horizon and penalty;
-// recent-peak, hindsight-margin and forward-margin also with kills answered. Days are scored as in
-// Replay (the same days, the day's memory p95 against the request); a
-// scored day with no earlier day of its container is left out, and the
-// request is constant over the day (over each part, with parts).
+// recent-peak, hindsight-margin and forward-margin also with kills
+// answered. Days are scored as in Replay (the same days, the day's memory
+// p95 against the request); a scored day with no earlier day of its
+// container is left out, and the request is constant over the day (over
+// each part, with parts) unless kills are answered.
 func Bounds(trace *Trace) []BoundPoint {
 	var containers [][]dayPeak
 	for _, w := range trace.Workloads {
@@ -247,11 +249,11 @@ func Bounds(trace *Trace) []BoundPoint {
 	}
 
 	for _, h := range BoundHorizons {
+		outcomes := make([][]boundOutcome, len(containers))
+		for ci, days := range containers {
+			outcomes[ci] = partPeakOutcomes(days, h, 1)
+		}
 		for _, answered := range []bool{false, true} {
-			outcomes := make([][]boundOutcome, len(containers))
-			for ci, days := range containers {
-				outcomes[ci] = partPeakOutcomes(days, h, 1, answered)
-			}
 			for _, m := range BoundMargins {
 				out = append(out, scoreBound(BoundPoint{Rule: BoundRecentPeak, Horizon: h, Parts: 1, Margin: m, Answered: answered}, outcomes,
 					func(int, int) float64 { return m }))
@@ -261,7 +263,7 @@ func Bounds(trace *Trace) []BoundPoint {
 		for _, parts := range BoundParts {
 			partOutcomes := make([][]boundOutcome, len(containers))
 			for ci, days := range containers {
-				partOutcomes[ci] = partPeakOutcomes(days, h, parts, false)
+				partOutcomes[ci] = partPeakOutcomes(days, h, parts)
 			}
 			for _, m := range BoundMargins {
 				out = append(out, scoreBound(BoundPoint{Rule: BoundPartPeak, Horizon: h, Parts: parts, Margin: m}, partOutcomes,
@@ -297,7 +299,7 @@ func marginBounds(p BoundPoint, outcomes [][]boundOutcome) []BoundPoint {
 		for di, o := range os {
 			costs[ci][di], ooms[ci][di] = make([]float64, len(hindsightMargins)), make([]bool, len(hindsightMargins))
 			for mi, m := range hindsightMargins {
-				s, oom := o.score(m)
+				s, oom := o.score(m, p.Answered)
 				costs[ci][di][mi], ooms[ci][di][mi] = max(s, 0), oom
 			}
 		}
@@ -350,7 +352,7 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci, di int)
 	ooms := 0
 	for ci, os := range outcomes {
 		for di, o := range os {
-			s, oom := o.score(margin(ci, di))
+			s, oom := o.score(margin(ci, di), p.Answered)
 			slacks = append(slacks, s)
 			if oom {
 				ooms++
@@ -371,16 +373,15 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci, di int)
 // day its highest peak over the horizon days before (over the latest
 // earlier day when none is that recent); when that is 0 (none of them has
 // a sample in the part, or only 0-byte readings), their whole-day peak.
-// With one part it is the recent-peak rule, whose kills are answered when
-// answered is set.
-func partPeakOutcomes(days []dayPeak, horizon, parts int, answered bool) []boundOutcome {
+// With one part it is the recent-peak rule.
+func partPeakOutcomes(days []dayPeak, horizon, parts int) []boundOutcome {
 	var out []boundOutcome
 	for i, d := range days {
 		if !d.scored || i == 0 {
 			continue
 		}
 		recent := days[recentStart(days, i, horizon):i]
-		o := partsOutcome(d, parts, func(j int) float64 {
+		out = append(out, partsOutcome(d, parts, func(j int) float64 {
 			level := 0.0
 			for _, e := range recent {
 				level = max(level, e.parts[parts][j].peak)
@@ -392,11 +393,7 @@ func partPeakOutcomes(days []dayPeak, horizon, parts int, answered bool) []bound
 				level = max(level, e.peak)
 			}
 			return level
-		})
-		if answered {
-			o.ladder = d.ladder
-		}
-		out = append(out, o)
+		}))
 	}
 	return out
 }
