@@ -1,3 +1,17 @@
+# Copyright The OpenVPA Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
 # OpenVPA build, test and verification entry points.
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -107,14 +121,16 @@ manifests: ## Render deploy/ (kustomize) into _output/openvpa.yaml.
 ##@ Code generation and verification
 
 .PHONY: update
-update: ## Regenerate clients, CRDs and docs.
+update: ## Regenerate clients, CRDs and docs; add missing licence headers.
+	hack/update-boilerplate.sh
 	hack/update-codegen.sh
 	hack/update-crds.sh
 	hack/update-chart.sh
 	hack/update-flags-docs.sh
 
 .PHONY: verify
-verify: ## gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs and the Helm chart up to date.
+verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs and the Helm chart up to date.
+	hack/verify-boilerplate.sh
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
 	$(GO) -C $(IMAGE_TOOLS) vet ./...
