@@ -189,6 +189,9 @@ func TestNativeSidecarOutsideItsBoundsIsUpdated(t *testing.T) {
 	if _, err := e.vpa.AutoscalingV1().VerticalPodAutoscalers(e.ns).UpdateStatus(ctx, v, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The updater evicts as soon as its informer has this second status write; the pods that
+	// replace the evicted ones must find it in the webhook's too.
+	e.admittedPod(t, "side", func(p *corev1.Pod) error { return containerRequests(p, "proxy", proxy) })
 	p := e.runUpdater(t, sidecarGate)
 	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
 		pods := e.pods(t, "side")

@@ -87,23 +87,25 @@ func (e *env) createBoostVPA(t *testing.T, name string, mode vpav1.UpdateMode, t
 }
 
 // boostedProbe waits until a dry-run pod of the deployment carries the boost
-// annotation of container marked (the admission controller knows the VPA)
-// and returns it.
-func (e *env) boostedProbe(t *testing.T, deployment, marked string) *corev1.Pod {
+// annotation of container marked and passes seen (the admission controller has
+// the VPA's status, not only its spec; see admittedPod), and returns it. seen
+// may be nil where the pod is the same either way.
+func (e *env) boostedProbe(t *testing.T, deployment, marked string, seen func(*corev1.Pod) error) *corev1.Pod {
 	t.Helper()
-	var got *corev1.Pod
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		p, err := e.c.DryRunPod(e.ns, deployment)
-		if err != nil {
-			return false, err
-		}
-		got = p
+	return e.admittedPod(t, deployment, func(p *corev1.Pod) error {
 		if _, ok := p.Annotations[boost.Annotation(marked)]; !ok {
-			return false, fmt.Errorf("pod has no %s annotation yet: %v", boost.Annotation(marked), p.Annotations)
+			return fmt.Errorf("pod has no %s annotation yet: %v", boost.Annotation(marked), p.Annotations)
 		}
-		return true, nil
+		if seen == nil {
+			return nil
+		}
+		return seen(p)
 	})
-	return got
+}
+
+// requests is a seen check of boostedProbe: container name requests want.
+func requests(name string, want corev1.ResourceList) func(*corev1.Pod) error {
+	return func(p *corev1.Pod) error { return containerRequests(p, name, want) }
 }
 
 func container(p *corev1.Pod, name string) corev1.Container {
@@ -137,13 +139,13 @@ func TestStartupBoostAtAdmission(t *testing.T) {
 	t.Run("boosts CPU by factor on pod creation", func(t *testing.T) {
 		e.c.CreateDeployment(t, e.ns, app("factor"))
 		e.createBoostVPA(t, "factor", vpav1.UpdateModeRecreate, framework.Resources("250m", "200Mi"), []string{"app"}, withBoost(factor(3, 0)))
-		p := e.boostedProbe(t, "factor", "app")
+		// The recommended memory (the boost leaves memory alone) shows that
+		// the webhook has the status; then the boost must start from the
+		// recommended CPU.
+		p := e.boostedProbe(t, "factor", "app", requests("app", framework.Resources("", "200Mi")))
 		c := container(p, "app")
 		assertCPU(t, "request", c.Resources.Requests, "750m")
 		assertCPU(t, "limit", c.Resources.Limits, "1500m")
-		if m := c.Resources.Requests[corev1.ResourceMemory]; m.Cmp(resource.MustParse("200Mi")) != 0 {
-			t.Errorf("memory request %s, want the recommendation 200Mi", m.String())
-		}
 		if got, want := p.Annotations[boost.Annotation("app")], `{"requests":{"cpu":"100m","memory":"100Mi"},"limits":{"cpu":"200m"}}`; got != want {
 			t.Errorf("boost annotation %s, want %s", got, want)
 		}
@@ -152,7 +154,7 @@ func TestStartupBoostAtAdmission(t *testing.T) {
 	t.Run("boosts CPU by quantity", func(t *testing.T) {
 		e.c.CreateDeployment(t, e.ns, app("quantity"))
 		e.createBoostVPA(t, "quantity", vpav1.UpdateModeInitial, framework.Resources("250m", "200Mi"), []string{"app"}, withBoost(quantity("1")))
-		c := container(e.boostedProbe(t, "quantity", "app"), "app")
+		c := container(e.boostedProbe(t, "quantity", "app", requests("app", framework.Resources("", "200Mi"))), "app")
 		assertCPU(t, "request", c.Resources.Requests, "1250m")
 		assertCPU(t, "limit", c.Resources.Limits, "2500m")
 	})
@@ -160,8 +162,10 @@ func TestStartupBoostAtAdmission(t *testing.T) {
 	t.Run("boosts CPU when the update mode is Off", func(t *testing.T) {
 		e.c.CreateDeployment(t, e.ns, app("off"))
 		e.createBoostVPA(t, "off", vpav1.UpdateModeOff, framework.Resources("250m", "200Mi"), []string{"app"}, withBoost(factor(2, 0)))
-		c := container(e.boostedProbe(t, "off", "app"), "app")
-		// The container's own request is boosted; the recommendation is not applied.
+		// Off: the webhook boosts the container's own request and never
+		// applies the recommendation, so the pod is the same whether or not
+		// it has the status yet.
+		c := container(e.boostedProbe(t, "off", "app", nil), "app")
 		assertCPU(t, "request", c.Resources.Requests, "200m")
 		assertCPU(t, "limit", c.Resources.Limits, "400m")
 		if m := c.Resources.Requests[corev1.ResourceMemory]; m.Cmp(resource.MustParse("100Mi")) != 0 {
@@ -175,10 +179,11 @@ func TestStartupBoostAtAdmission(t *testing.T) {
 			{Name: "side", Requests: framework.Resources("100m", "100Mi")},
 		}}
 		e.c.CreateDeployment(t, e.ns, w)
-		e.createBoostVPA(t, "mixed", vpav1.UpdateModeRecreate, framework.Resources("300m", "100Mi"), []string{"app", "side"}, withBoost(factor(2, 0)),
+		e.createBoostVPA(t, "mixed", vpav1.UpdateModeRecreate, framework.Resources("300m", "150Mi"), []string{"app", "side"}, withBoost(factor(2, 0)),
 			withPolicy(vpav1.ContainerResourcePolicy{ContainerName: "app", Mode: ptr.To(vpav1.ContainerScalingModeOff)}))
-		// side's boost shows the webhook knows the VPA.
-		p := e.boostedProbe(t, "mixed", "side")
+		// side's boost and recommended memory show the webhook has the VPA
+		// and its status.
+		p := e.boostedProbe(t, "mixed", "side", requests("side", framework.Resources("", "150Mi")))
 		assertCPU(t, "side request", container(p, "side").Resources.Requests, "600m")
 		assertCPU(t, "app request", container(p, "app").Resources.Requests, "100m")
 		if v, ok := p.Annotations[boost.Annotation("app")]; ok {
@@ -212,7 +217,8 @@ func TestStartupBoostEndsInPlaceWhenReady(t *testing.T) {
 		e.c.CreateDeployment(t, e.ns, framework.Workload{Name: tc.name, Replicas: tc.replicas, ReadyAfter: 8 * time.Second,
 			Containers: []framework.Container{{Name: "app", Requests: framework.Resources("100m", "100Mi")}}})
 		e.createBoostVPA(t, tc.name, tc.mode, framework.Resources("300m", "100Mi"), []string{"app"}, withBoost(factor(2, tc.duration)))
-		e.boostedProbe(t, tc.name, "app")
+		// New pods get the boost of the recommendation from now on.
+		e.boostedProbe(t, tc.name, "app", requests("app", framework.Resources(tc.boosted, "")))
 		// Replace the pods created before the webhook knew the VPA.
 		if err := e.c.Client.CoreV1().Pods(e.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 			metav1.ListOptions{LabelSelector: "app=" + tc.name}); err != nil {
@@ -293,7 +299,12 @@ func TestStartupBoostDurationsPerContainer(t *testing.T) {
 	e.createBoostVPA(t, "pair", vpav1.UpdateModeInitial, framework.Resources("300m", "100Mi"), []string{"fast", "slow"},
 		withBoost(factor(2, 0)),
 		withPolicy(vpav1.ContainerResourcePolicy{ContainerName: "slow", StartupBoost: factor(3, int32(slowFor/time.Second))}))
-	e.boostedProbe(t, "pair", "slow")
+	e.boostedProbe(t, "pair", "slow", func(p *corev1.Pod) error {
+		if err := containerRequests(p, "fast", framework.Resources("600m", "")); err != nil {
+			return err
+		}
+		return containerRequests(p, "slow", framework.Resources("900m", ""))
+	})
 	if err := e.c.Client.CoreV1().Pods(e.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))},
 		metav1.ListOptions{LabelSelector: "app=pair"}); err != nil {
 		t.Fatal(err)

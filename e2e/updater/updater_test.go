@@ -27,6 +27,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -345,32 +346,53 @@ func (e *env) runAdmissionController(t *testing.T, extra ...string) *framework.P
 // recommendation.
 func (e *env) waitAdmitted(t *testing.T, deployment string, want corev1.ResourceList) {
 	t.Helper()
+	e.admittedPod(t, deployment, func(p *corev1.Pod) error { return requestsMatch(p, want) })
+}
+
+// admittedPod waits until a pod of the Deployment created now (server-side dry
+// run) passes seen, which tells from the pod that the admission controller's
+// caches hold the state the test set up (typically: a container requests its
+// recommendation, which only a webhook that has the VPA's status gives), and
+// returns that pod. The VPA's spec and its status are two writes, and the
+// webhook's informer may hold the first alone for a moment: a pod admitted
+// then is patched from the spec only.
+func (e *env) admittedPod(t *testing.T, deployment string, seen func(*corev1.Pod) error) *corev1.Pod {
+	t.Helper()
+	var got *corev1.Pod
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		got, err := e.c.DryRunPod(e.ns, deployment)
+		p, err := e.c.DryRunPod(e.ns, deployment)
 		if err != nil {
 			return false, err
 		}
-		if err := requestsMatch(got, want); err != nil {
+		if err := seen(p); err != nil {
 			return false, err
 		}
+		got = p
 		return true, nil
 	})
+	return got
 }
 
 // requestsMatch tells whether container "app" of pod requests exactly want.
 func requestsMatch(pod *corev1.Pod, want corev1.ResourceList) error {
-	for _, c := range pod.Spec.Containers {
-		if c.Name != "app" {
+	return containerRequests(pod, "app", want)
+}
+
+// containerRequests tells whether container name of pod (a regular or an
+// init container) requests want (each resource want names, exactly).
+func containerRequests(pod *corev1.Pod, name string, want corev1.ResourceList) error {
+	for _, c := range append(slices.Clone(pod.Spec.Containers), pod.Spec.InitContainers...) {
+		if c.Name != name {
 			continue
 		}
 		for k, w := range want {
 			if g, ok := c.Resources.Requests[k]; !ok || g.Cmp(w) != 0 {
-				return fmt.Errorf("pod %s requests %v, want %v", pod.Name, c.Resources.Requests, want)
+				return fmt.Errorf("pod %s: container %s requests %v, want %v", pod.Name, name, c.Resources.Requests, want)
 			}
 		}
 		return nil
 	}
-	return fmt.Errorf("pod %s has no container app", pod.Name)
+	return fmt.Errorf("pod %s has no container %s", pod.Name, name)
 }
 
 func TestRecreateRollsDeploymentWithinPDB(t *testing.T) {
