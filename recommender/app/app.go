@@ -55,7 +55,10 @@ import (
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/loop"
+	"github.com/openvpa/openvpa/recommender/metrics"
 	"github.com/openvpa/openvpa/recommender/replay"
+	"github.com/openvpa/openvpa/recommender/status"
+	"github.com/openvpa/openvpa/recommender/writes"
 )
 
 // Subcommand is a recommender subcommand, e.g. "replay".
@@ -137,7 +140,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	metrics, err := metricsclient.NewForConfig(cfg)
+	podMetrics, err := metricsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -149,7 +152,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	if err != nil {
 		return err
 	}
-	var usage input.MetricsSource = input.NewMetricsServer(metrics, o.Namespaces.Filter().WatchNamespace())
+	var usage input.MetricsSource = input.NewMetricsServer(podMetrics, o.Namespaces.Filter().WatchNamespace())
 	if o.UseExternalMetrics {
 		ext, err := externalMetrics(ctx, cfg, o)
 		if err != nil {
@@ -165,7 +168,7 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 
 	reg := healthserver.NewRegistry()
-	prom := loop.NewMetrics(reg)
+	prom := metrics.New(reg)
 	clk := clock.RealClock{}
 	// Every replica keeps its caches warm and answers probes; only the
 	// leader runs the loop. Liveness holds the loop to its interval only
@@ -294,12 +297,12 @@ func Run(ctx context.Context, o *options.Options) error {
 
 // lead runs the recommender while this replica holds the lease.
 func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clients, inf *input.Informers, oom *input.OOMObserver,
-	usage input.MetricsSource, disc *kubeclient.Discovery, est estimator.Estimator, prom *loop.Metrics,
+	usage input.MetricsSource, disc *kubeclient.Discovery, est estimator.Estimator, prom *metrics.Metrics,
 	lh *healthserver.LoopHealth, clk clock.WithTicker, hist *history.Loader, shardSource loop.ShardSource) error {
 	logger := klog.FromContext(ctx)
 	nsFilter := o.Namespaces.Filter()
 	resolver := target.NewResolver(inf.Targets, target.NewScaleClientFor(disc), target.Options{})
-	var store loop.CheckpointStore = checkpoint.NewStore(clients.VPA)
+	var store checkpoint.Storage = checkpoint.NewStore(clients.VPA)
 	var historySource loop.HistorySource
 	if hist != nil {
 		// --storage=prometheus: history from Prometheus instead of checkpoints, as upstream.
@@ -320,7 +323,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Workers:                  o.UpdateWorkerCount,
 		PerVPAConfig:             o.Features.Enabled(features.PerVPAConfig),
 		Model:                    &modelCfg,
-		StatusWritesPerLoop:      loop.WritesPerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
+		StatusWritesPerLoop:      writes.PerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
 	}, loop.Deps{
 		VPAs:        inf.VPALister,
 		Pods:        inf.PodLister,
@@ -330,7 +333,7 @@ func lead(ctx, root context.Context, o *options.Options, clients kubeclient.Clie
 		Checkpoints: store,
 		History:     historySource,
 		Shards:      shardSource,
-		Status:      loop.APIStatusWriter{Client: clients.VPA},
+		Status:      status.APIWriter{Client: clients.VPA},
 		Estimator:   est,
 		Clock:       clk,
 		Prom:        prom,

@@ -28,4 +28,9 @@ limitations under the License.
 //     writes of many VPAs spread evenly over time instead of piling into one
 //     loop.
 //   - GarbageCollect deletes checkpoints that no longer belong to anything.
+//   - Writer keeps them written for the recommender's loop: it restores the
+//     handled VPAs' checkpoints into the cluster state, encodes the due ones in
+//     the loop and writes them in the background within the shared write
+//     budget, writes a VPA's before its shard is handed over and every one on
+//     shutdown, and collects the garbage.
 package checkpoint

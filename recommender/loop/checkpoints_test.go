@@ -29,6 +29,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
@@ -193,10 +194,10 @@ func (g *gate) pass(ctx context.Context) error {
 	}
 }
 
-// gatedStore is a CheckpointStore whose writes wait at a gate, and fail
+// gatedStore is a checkpoint.Storage whose writes wait at a gate, and fail
 // while fail is set.
 type gatedStore struct {
-	CheckpointStore
+	checkpoint.Storage
 	*gate
 	fail atomic.Bool
 }
@@ -208,7 +209,7 @@ func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.Vertic
 	if g.fail.Load() {
 		return errors.New("apiserver unavailable")
 	}
-	return g.CheckpointStore.Write(ctx, k, s)
+	return g.Storage.Write(ctx, k, s)
 }
 
 // TestCheckpointWritesDoNotHoldTheLoop: a loop returns while its checkpoint
@@ -217,8 +218,8 @@ func (g *gatedStore) Write(ctx context.Context, k checkpoint.Key, s vpav1.Vertic
 // moves the VPA's next write a whole interval on.
 func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.CheckpointsWriteInterval = time.Minute })
-	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
-	h.rec.deps.Checkpoints = store
+	store := &gatedStore{Storage: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
+	h.withDeps(func(d *Deps) { d.Checkpoints = store })
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	ctx := context.Background()
@@ -227,14 +228,14 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	// RunOnce returns even though the write it queues cannot finish. The
 	// clock moves on only once the queued write has started: a write whose
 	// turn came after --checkpoints-timeout would wait for the next loop.
-	for i := 0; i < 3 && len(h.rec.checkpointInflight) == 0; i++ {
+	for i := 0; i < 3 && h.rec.checkpoints.InFlight() == 0; i++ {
 		h.rec.RunOnce(ctx)
-		if len(h.rec.checkpointInflight) == 0 {
+		if h.rec.checkpoints.InFlight() == 0 {
 			h.clk.Step(time.Minute)
 		}
 	}
-	if len(h.rec.checkpointInflight) != 1 {
-		t.Fatalf("in-flight VPAs = %v, want ns/web", h.rec.checkpointInflight)
+	if h.rec.checkpoints.InFlight() != 1 {
+		t.Fatalf("%d VPAs with checkpoint writes in flight, want 1 (ns/web)", h.rec.checkpoints.InFlight())
 	}
 	waitStarted(t, store.gate, 1)
 	h.clk.Step(time.Minute)
@@ -269,7 +270,7 @@ func TestCheckpointWritesDoNotHoldTheLoop(t *testing.T) {
 	if n := store.started.Load(); n != 0 {
 		t.Fatalf("a successful write was repeated by the next loop (%d writes)", n)
 	}
-	if next, ok := h.rec.schedule.Next("ns/web"); !ok || !next.After(h.clk.Now()) {
+	if next, ok := h.rec.checkpoints.NextWrite(types.NamespacedName{Namespace: "ns", Name: "web"}); !ok || !next.After(h.clk.Now()) {
 		t.Errorf("next write at %v (tracked %v), want after %v", next, ok, h.clk.Now())
 	}
 }
@@ -310,14 +311,14 @@ func TestCheckpointBudgetBoundsWhenWritesStart(t *testing.T) {
 		c.CheckpointsTimeout = 10 * time.Second
 		c.Workers = 1
 	})
-	store := &gatedStore{CheckpointStore: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
-	h.rec.deps.Checkpoints = store
+	store := &gatedStore{Storage: checkpoint.NewStore(h.client.AutoscalingV1()), gate: newGate()}
+	h.withDeps(func(d *Deps) { d.Checkpoints = store })
 	h.addWorkloads(3)
 	ctx := context.Background()
 	h.loop() // first recommendations
 	h.clk.Step(time.Minute)
 	h.rec.RunOnce(ctx) // every checkpoint due: three writes queued on one worker
-	if n := len(h.rec.checkpointInflight); n != 3 {
+	if n := h.rec.checkpoints.InFlight(); n != 3 {
 		t.Fatalf("%d checkpoint writes queued, want 3", n)
 	}
 	// The first write waits at the gate while the budget runs out.
@@ -331,10 +332,10 @@ func TestCheckpointBudgetBoundsWhenWritesStart(t *testing.T) {
 	if n := len(h.checkpoints()); n != 1 {
 		t.Fatalf("%d checkpoints, want 1: the write that started completes", n)
 	}
-	if n := counterValue(t, h.rec.deps.Prom.APIWrites.WithLabelValues("checkpoint", "error")); n != 0 {
+	if n := counterValue(t, h.deps.Prom.APIWrites.WithLabelValues("checkpoint", "error")); n != 0 {
 		t.Errorf("%v checkpoint writes counted as errors, want 0", n)
 	}
-	if n := counterValue(t, h.rec.deps.Prom.CheckpointWritesPostponed); n != 2 {
+	if n := counterValue(t, h.deps.Prom.CheckpointWritesPostponed); n != 2 {
 		t.Errorf("%v checkpoint writes counted as postponed, want 2", n)
 	}
 
@@ -367,8 +368,8 @@ func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
 				c.CheckpointsWriteInterval = time.Minute
 				c.MinCheckpoints = tc.minCheckpoints
 			})
-			status := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
-			h.rec.deps.Status = status
+			gated := &gatedStatus{Writer: h.deps.Status, gate: newGate()}
+			h.withDeps(func(d *Deps) { d.Status = gated })
 			h.addWorkloads(12)
 			ctx := context.Background()
 			h.rec.RunOnce(ctx) // queues 12 status writes, which wait at the gate
@@ -385,7 +386,7 @@ func TestCheckpointsWaitForAStatusBacklog(t *testing.T) {
 					time.Sleep(5 * time.Millisecond)
 				}
 			}
-			close(status.open)
+			close(gated.open)
 			h.rec.WaitWrites()
 			h.rec.RunOnce(ctx)
 			h.rec.WaitWrites()

@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/recommender/status"
 )
 
 func ownedBy(rs string) func(*corev1.Pod) {
@@ -56,8 +57,8 @@ func TestOverlappingVPACondition(t *testing.T) {
 	}
 	for name, msg := range want {
 		c := h.condition(h.vpa("ns", name), vpav1.OverlappingVPA)
-		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonOverlappingVPAs || c.Message != msg {
-			t.Errorf("%s: OverlappingVPA = %+v, want True/%s %q", name, c, ReasonOverlappingVPAs, msg)
+		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != status.ReasonOverlappingVPAs || c.Message != msg {
+			t.Errorf("%s: OverlappingVPA = %+v, want True/%s %q", name, c, status.ReasonOverlappingVPAs, msg)
 		}
 	}
 	if c := h.condition(h.vpa("ns", "alone"), vpav1.OverlappingVPA); c != nil {
@@ -84,29 +85,6 @@ func TestOverlappingVPACondition(t *testing.T) {
 	}
 }
 
-func TestOverlapMessage(t *testing.T) {
-	tests := map[string]struct {
-		self           string
-		others, chosen []string
-		want           string
-	}{
-		"no overlap": {self: "a"},
-		"none applies": {self: "a", others: []string{"b"}, chosen: []string{""},
-			want: "Pods of this VPA are also matched by VPA b; the admission controller applies none of them (each is in mode Off or does not target the pods' controller)"},
-		"two others, sorted": {self: "a", others: []string{"c", "b"}, chosen: []string{"c"},
-			want: "Pods of this VPA are also matched by VPAs b, c; the admission controller applies VPA c to them"},
-		"depends on the pod": {self: "a", others: []string{"b"}, chosen: []string{"b", "a", ""},
-			want: "Pods of this VPA are also matched by VPA b; the admission controller applies, depending on the pod, this VPA (a) or VPA b or none"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := OverlapMessage(tc.self, tc.others, tc.chosen); got != tc.want {
-				t.Errorf("OverlapMessage = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 // TestHPAConflictCondition: an HPA on cpu of the VPA's Deployment sets
 // HPAConflict; once the HPA scales on a resource the VPA leaves alone, it
 // goes.
@@ -125,7 +103,7 @@ func TestHPAConflictCondition(t *testing.T) {
 	h.hpas = map[string][]*autoscalingv2.HorizontalPodAutoscaler{"ns": {cpuHPA}}
 	h.loop()
 	c := h.condition(h.vpa("ns", "web"), vpav1.HPAConflict)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonHPAOnSameResource ||
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != status.ReasonHPAOnSameResource ||
 		c.Message != "HorizontalPodAutoscaler web-hpa on cpu scales Deployment/web on a resource this VPA also sets; the two fight over the same resource "+
 			"(let the HPA scale on other metrics, or leave that resource out of the VPA's controlledResources)" {
 		t.Fatalf("HPAConflict = %+v", c)

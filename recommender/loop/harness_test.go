@@ -44,6 +44,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input"
+	"github.com/openvpa/openvpa/recommender/metrics"
 	"github.com/openvpa/openvpa/recommender/model"
 	"github.com/openvpa/openvpa/recommender/vpacache"
 )
@@ -85,6 +86,8 @@ type harness struct {
 	vpas   cache.Indexer
 	pods   cache.Indexer
 	rec    *Recommender
+	// deps are rec's; withDeps changes them and makes a new rec.
+	deps Deps
 	// usage per pod: cpu millicores, memory bytes
 	cpu, mem  map[string]int64
 	metricErr error
@@ -121,12 +124,25 @@ func newHarness(t *testing.T, mutate func(*Config)) *harness {
 	if mutate != nil {
 		mutate(&h.cfg)
 	}
+	h.deps = h.defaultDeps()
 	h.rec = h.newRecommender()
 	return h
 }
 
-func (h *harness) newRecommender() *Recommender {
-	return New(h.cfg, Deps{
+// newRecommender returns a new Recommender with the harness's settings and
+// collaborators, as another replica or a restarted process would be.
+func (h *harness) newRecommender() *Recommender { return New(h.cfg, h.deps) }
+
+// withDeps changes the harness's collaborators and replaces its Recommender
+// with one that uses them. Call it before the first loop.
+func (h *harness) withDeps(change func(*Deps)) {
+	change(&h.deps)
+	h.rec = h.newRecommender()
+}
+
+func (h *harness) defaultDeps() Deps {
+	return Deps{
+		Prom:        metrics.New(nil),
 		VPAs:        vpacache.NewLister(h.vpas),
 		Pods:        input.NewPodLister(h.pods),
 		Resolver:    fakeResolver{},
@@ -141,7 +157,7 @@ func (h *harness) newRecommender() *Recommender {
 		HPAs: func(ns string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool) {
 			return h.hpas[ns], !h.hpasUnknown
 		},
-	})
+	}
 }
 
 func (h *harness) usage(keep func(types.NamespacedName) bool) ([]input.ContainerUsage, error) {
@@ -323,7 +339,7 @@ func podID(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
-// typedStatusWriter writes a status as APIStatusWriter does, through the
+// typedStatusWriter writes a status as status.APIWriter does, through the
 // typed client, which the fake clientset records.
 type typedStatusWriter struct {
 	Client vpaclient.AutoscalingV1Interface

@@ -30,6 +30,7 @@ import (
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/input/history/historytest"
 	"github.com/openvpa/openvpa/recommender/model"
+	"github.com/openvpa/openvpa/recommender/status"
 )
 
 // fakeHistory is a HistorySource the test fills by hand.
@@ -54,8 +55,8 @@ func (f *fakeHistory) Status(ns string) history.Status { return f.status[ns] }
 // withHistory makes the harness run in --storage=prometheus mode.
 func withHistory(h *harness) *fakeHistory {
 	f := newFakeHistory()
-	h.rec.deps.History = f
-	h.rec.deps.Checkpoints = nil
+	h.withDeps(func(d *Deps) { d.History = f })
+	h.withDeps(func(d *Deps) { d.Checkpoints = nil })
 	return f
 }
 
@@ -129,8 +130,8 @@ func TestHistoryPendingKeepsTheStatusAndSaysWhy(t *testing.T) {
 		t.Fatal("the namespace's history was not asked for")
 	}
 	v := h.vpa("ns", "web")
-	if c := h.condition(v, vpav1.FetchingHistory); c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonFetchingHistory {
-		t.Fatalf("FetchingHistory = %+v, want True/%s while the first fetch runs", c, ReasonFetchingHistory)
+	if c := h.condition(v, vpav1.FetchingHistory); c == nil || c.Status != corev1.ConditionTrue || c.Reason != status.ReasonFetchingHistory {
+		t.Fatalf("FetchingHistory = %+v, want True/%s while the first fetch runs", c, status.ReasonFetchingHistory)
 	}
 	if v.Status.Recommendation != nil {
 		t.Fatalf("recommendation %+v written without the history", v.Status.Recommendation)
@@ -140,8 +141,8 @@ func TestHistoryPendingKeepsTheStatusAndSaysWhy(t *testing.T) {
 	h.loops(3)
 	v = h.vpa("ns", "web")
 	c := h.condition(v, vpav1.FetchingHistory)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonHistoryFetchFailed || !strings.Contains(c.Message, "connection refused") || !strings.Contains(c.Message, "3 failed attempts") {
-		t.Fatalf("FetchingHistory = %+v, want True/%s with the error", c, ReasonHistoryFetchFailed)
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != status.ReasonHistoryFetchFailed || !strings.Contains(c.Message, "connection refused") || !strings.Contains(c.Message, "3 failed attempts") {
+		t.Fatalf("FetchingHistory = %+v, want True/%s with the error", c, status.ReasonHistoryFetchFailed)
 	}
 	if v.Status.Recommendation != nil {
 		t.Fatalf("recommendation %+v written without the history", v.Status.Recommendation)
@@ -165,8 +166,8 @@ func TestHistoryPendingKeepsTheStatusAndSaysWhy(t *testing.T) {
 	if mem.Value() < 600*mi {
 		t.Errorf("memory target %s ignores the history's daily peaks of 700Mi", mem.String())
 	}
-	if st := h.rec.vpas[podID("ns", "web")]; st.aggregates["app"].TotalSamplesCount != 193+5 {
-		t.Errorf("CPU samples = %d, want 193 from history + 5 live", st.aggregates["app"].TotalSamplesCount)
+	if st := h.rec.state.Get(podID("ns", "web")); st.Aggregates["app"].TotalSamplesCount != 193+5 {
+		t.Errorf("CPU samples = %d, want 193 from history + 5 live", st.Aggregates["app"].TotalSamplesCount)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/recommender/input"
+	"github.com/openvpa/openvpa/recommender/status"
 	"github.com/openvpa/openvpa/recommender/vpacache"
 )
 
@@ -115,11 +116,11 @@ func TestConditions(t *testing.T) {
 	h.addVPA("ns", "child", "child-rs")
 	h.loop()
 	v := h.vpa("ns", "nopods")
-	if c := h.condition(v, vpav1.NoPodsMatched); c == nil || c.Status != corev1.ConditionTrue || c.Message != MessageNoPodsMatched {
+	if c := h.condition(v, vpav1.NoPodsMatched); c == nil || c.Status != corev1.ConditionTrue || c.Message != status.MessageNoPodsMatched {
 		t.Errorf("NoPodsMatched = %+v", c)
 	}
 	rp := h.condition(v, vpav1.RecommendationProvided)
-	if rp == nil || rp.Status != corev1.ConditionFalse || rp.Reason != ReasonNoPodsMatched {
+	if rp == nil || rp.Status != corev1.ConditionFalse || rp.Reason != status.ReasonNoPodsMatched {
 		t.Fatalf("RecommendationProvided = %+v, want False/NoPodsMatched", rp)
 	}
 	firstTransition := rp.LastTransitionTime
@@ -158,9 +159,9 @@ func TestLimitRangeConflictCondition(t *testing.T) {
 	h.addPodWith("ns", "web-1", "web", 100, 500*mi, tight, "app")
 	h.loop()
 	c := h.condition(h.vpa("ns", "web"), vpav1.LimitRangeConflict)
-	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != ReasonPodsKeepRequests ||
+	if c == nil || c.Status != corev1.ConditionTrue || c.Reason != status.ReasonPodsKeepRequests ||
 		!strings.Contains(c.Message, "must be greater than or equal to aggregate container requests") {
-		t.Fatalf("LimitRangeConflict = %+v, want True/%s saying why", c, ReasonPodsKeepRequests)
+		t.Fatalf("LimitRangeConflict = %+v, want True/%s saying why", c, status.ReasonPodsKeepRequests)
 	}
 	h.deletePod("ns", "web-1")
 	h.addPodWith("ns", "web-2", "web", 100, 500*mi, func(p *corev1.Pod) {
@@ -185,8 +186,8 @@ func TestLimitRangeConflictCondition(t *testing.T) {
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	}, "app")
 	h.loop()
-	if c := h.condition(h.vpa("ns", "policy"), vpav1.LimitRangeConflict); c == nil || c.Reason != ReasonLimitRangeOverridesPolicy {
-		t.Errorf("LimitRangeConflict = %+v, want %s", c, ReasonLimitRangeOverridesPolicy)
+	if c := h.condition(h.vpa("ns", "policy"), vpav1.LimitRangeConflict); c == nil || c.Reason != status.ReasonLimitRangeOverridesPolicy {
+		t.Errorf("LimitRangeConflict = %+v, want %s", c, status.ReasonLimitRangeOverridesPolicy)
 	}
 }
 
@@ -295,7 +296,7 @@ func TestInitContainersAndMetricsOutage(t *testing.T) {
 	before := h.vpa("ns", "web").Status
 	h.metricErr = errors.New("metrics-server unavailable")
 	h.loops(3)
-	if StatusChanged(before, vpacache.Compact(before.Recommendation), h.vpa("ns", "web").Status) {
+	if status.StatusChanged(before, vpacache.Compact(before.Recommendation), h.vpa("ns", "web").Status) {
 		t.Error("status changed during a metrics-server outage")
 	}
 }
@@ -315,9 +316,9 @@ func TestOOMBumpsMemory(t *testing.T) {
 	}
 }
 
-// gatedStatus is a StatusWriter whose writes wait at a gate.
+// gatedStatus is a status.Writer whose writes wait at a gate.
 type gatedStatus struct {
-	StatusWriter
+	status.Writer
 	*gate
 }
 
@@ -325,7 +326,7 @@ func (g *gatedStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutos
 	if err := g.pass(ctx); err != nil {
 		return nil, err
 	}
-	return g.StatusWriter.WriteStatus(ctx, v, s)
+	return g.Writer.WriteStatus(ctx, v, s)
 }
 
 // TestStatusWritesDoNotHoldTheLoop: a loop returns while its status writes
@@ -335,14 +336,14 @@ func (g *gatedStatus) WriteStatus(ctx context.Context, v *vpav1.VerticalPodAutos
 // does not write it again.
 func TestStatusWritesDoNotHoldTheLoop(t *testing.T) {
 	h := newHarness(t, nil)
-	w := &gatedStatus{StatusWriter: h.rec.deps.Status, gate: newGate()}
-	h.rec.deps.Status = w
+	w := &gatedStatus{Writer: h.deps.Status, gate: newGate()}
+	h.withDeps(func(d *Deps) { d.Status = w })
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 300, 200*mi, "app")
 	ctx := context.Background()
 
 	h.rec.RunOnce(ctx) // would block here if the loop waited for its writes
-	if _, ok := h.rec.statusInflight[types.NamespacedName{Namespace: "ns", Name: "web"}]; !ok {
+	if !h.rec.statuses.Busy(types.NamespacedName{Namespace: "ns", Name: "web"}) {
 		t.Fatalf("no status write in flight after the first loop")
 	}
 	h.clk.Step(time.Minute)

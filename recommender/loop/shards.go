@@ -24,6 +24,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/openvpa/openvpa/pkg/shards"
+	"github.com/openvpa/openvpa/recommender/cluster"
+	"github.com/openvpa/openvpa/recommender/writes"
 )
 
 // ShardSource says which VPAs this replica serves (shards.Manager).
@@ -47,37 +49,39 @@ type ShardSource interface {
 func (r *Recommender) syncShards(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	snap := r.deps.Shards.Snapshot()
-	var leaving []*vpaState
-	for k, st := range r.vpas {
-		if !snap.Owned[r.deps.Shards.Of(k.String())] {
-			leaving = append(leaving, st)
+	var leaving []*cluster.VPA
+	for v := range r.state.VPAs() {
+		if !snap.Owned[r.deps.Shards.Of(v.Key.String())] {
+			leaving = append(leaving, v)
 		}
 	}
 	if len(leaving) > 0 {
 		r.WaitWrites()
-		r.bg.apply()
+		r.bg.Apply()
 		saved := 0
-		if r.deps.Checkpoints != nil {
+		if r.checkpoints != nil {
 			now := r.deps.Clock.Now()
 			cctx, cancel := context.WithTimeout(ctx, r.cfg.CheckpointsTimeout)
 			errs := make([]error, len(leaving))
-			r.parallel(len(leaving), func(i int) {
-				if st := leaving[i]; len(st.aggregates) > 0 && r.mayWrite(st.key) {
-					errs[i] = r.writeCheckpoints(cctx, st, now)
+			writes.Parallel(r.cfg.Workers, len(leaving), func(i int) {
+				if v := leaving[i]; len(v.Aggregates) > 0 && r.mayWrite(v.Key) {
+					errs[i] = r.checkpoints.WriteVPA(cctx, v, now)
 				}
 			})
 			cancel()
 			for i, err := range errs {
 				if err != nil {
-					logger.Error(err, "Cannot save the checkpoints of a VPA another replica takes over", "vpa", leaving[i].key)
+					logger.Error(err, "Cannot save the checkpoints of a VPA another replica takes over", "vpa", leaving[i].Key)
 				} else {
 					saved++
 				}
 			}
 		}
-		for _, st := range leaving {
-			delete(r.vpas, st.key)
-			r.schedule.Forget(st.key.String())
+		for _, v := range leaving {
+			r.state.Remove(v.Key)
+			if r.checkpoints != nil {
+				r.checkpoints.Forget(v.Key)
+			}
 		}
 		logger.Info("Handed VPAs over to other replicas", "vpas", len(leaving), "saved", saved)
 	}
@@ -99,7 +103,10 @@ func (r *Recommender) syncShards(ctx context.Context) {
 	for _, i := range gained {
 		isGained[i] = true
 	}
-	err := r.restore(ctx, func(k types.NamespacedName) bool { return isGained[r.deps.Shards.Of(k.String())] })
+	var err error
+	if r.checkpoints != nil {
+		err = r.checkpoints.Restore(ctx, r.state, func(k types.NamespacedName) bool { return isGained[r.deps.Shards.Of(k.String())] })
+	}
 	if err != nil {
 		// Without their history the first statuses would regress: serve
 		// these shards from the next loop, which retries.

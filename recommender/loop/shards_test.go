@@ -52,7 +52,7 @@ func (f *fakeShards) Drained(i int)    { f.drained[i] = true }
 func TestShardsDivideAndHandOver(t *testing.T) {
 	h := newHarness(t, nil)
 	fs := &fakeShards{n: 2, owned: map[int]bool{0: true}, draining: map[int]bool{}, drained: map[int]bool{}}
-	h.rec.deps.Shards = fs
+	h.withDeps(func(d *Deps) { d.Shards = fs })
 	var mine, theirs []string
 	for i := range 12 {
 		name := fmt.Sprintf("web%d", i)
@@ -91,18 +91,18 @@ func TestShardsDivideAndHandOver(t *testing.T) {
 	if after-before < len(mine) {
 		t.Errorf("%d checkpoint writes while draining, want one per VPA of shard 0 (%d)", after-before, len(mine))
 	}
-	if n := len(h.rec.vpas); n != 0 {
+	if n, _ := h.rec.state.Size(); n != 0 {
 		t.Errorf("%d VPAs still served after the shard left", n)
 	}
 
 	// Another replica gains shard 0: it restores the checkpoints first.
+	h.deps.Shards = &fakeShards{n: 2, owned: map[int]bool{0: true}, draining: map[int]bool{}, drained: map[int]bool{}}
 	other := h.newRecommender()
-	other.deps.Shards = &fakeShards{n: 2, owned: map[int]bool{0: true}, draining: map[int]bool{}, drained: map[int]bool{}}
 	h.rec = other
 	h.loop()
 	for _, name := range mine {
-		st := other.vpas[podID("ns", name)]
-		if st == nil || st.aggregates["app"] == nil || st.aggregates["app"].TotalSamplesCount < 3 {
+		st := other.state.Get(podID("ns", name))
+		if st == nil || st.Aggregates["app"] == nil || st.Aggregates["app"].TotalSamplesCount < 3 {
 			t.Errorf("%s: history not restored from its checkpoint on the new replica: %+v", name, st)
 		}
 	}
@@ -143,9 +143,9 @@ func (s *signallingShards) Changed() <-chan struct{} { return s.changed }
 func TestRunServesShardsTakenAtOnce(t *testing.T) {
 	h := newHarness(t, nil)
 	ss := &signallingShards{n: 1, owned: map[int]bool{}, changed: make(chan struct{}, 1)}
-	h.rec.deps.Shards = ss
+	h.withDeps(func(d *Deps) { d.Shards = ss })
 	loops := make(chan struct{}, 10)
-	h.rec.deps.OnLoop = func() { loops <- struct{}{} }
+	h.withDeps(func(d *Deps) { d.OnLoop = func() { loops <- struct{}{} } })
 	h.addVPA("ns", "web", "web")
 	h.addPod("ns", "web-1", "web", 100, 100*mi, "app")
 	ctx, cancel := context.WithCancel(context.Background())

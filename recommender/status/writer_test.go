@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package loop
+package status
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func answeredVPA() *vpav1.VerticalPodAutoscaler {
 	}
 }
 
-func TestAPIStatusWriterKeepsTheAnswersVersionAndStatus(t *testing.T) {
+func TestAPIWriterKeepsTheAnswersVersionAndStatus(t *testing.T) {
 	answer := answeredVPA()
 	srv := kubeclienttest.NewServer(t, runtime.NewScheme(), 0, answer)
 	cs, err := vpaclientset.NewForConfig(srv.Config())
@@ -67,7 +67,7 @@ func TestAPIStatusWriterKeepsTheAnswersVersionAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", ResourceVersion: "41"}}
-	got, err := APIStatusWriter{Client: cs.AutoscalingV1()}.WriteStatus(context.Background(), base, answer.Status)
+	got, err := APIWriter{Client: cs.AutoscalingV1()}.WriteStatus(context.Background(), base, answer.Status)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestAPIStatusWriterKeepsTheAnswersVersionAndStatus(t *testing.T) {
 	}
 }
 
-func TestAPIStatusWriterErrors(t *testing.T) {
+func TestAPIWriterErrors(t *testing.T) {
 	base := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	for _, tc := range []struct {
 		name   string
@@ -116,7 +116,7 @@ func TestAPIStatusWriterErrors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := APIStatusWriter{Client: cs.AutoscalingV1()}.WriteStatus(context.Background(), base, vpav1.VerticalPodAutoscalerStatus{})
+			got, err := APIWriter{Client: cs.AutoscalingV1()}.WriteStatus(context.Background(), base, vpav1.VerticalPodAutoscalerStatus{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || got != nil {
 				t.Errorf("WriteStatus = %v, %v; want an error containing %q", got, err, tc.want)
 			}

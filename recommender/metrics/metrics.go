@@ -14,10 +14,16 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package loop
+// Package metrics defines the recommender's Prometheus metrics, with
+// upstream's names, and OpenVPA's additions.
+package metrics
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
 
 // Steps of the loop, the values of the step label.
@@ -54,8 +60,8 @@ type Metrics struct {
 	CheckpointWritesPostponed prometheus.Counter
 }
 
-// NewMetrics creates the metrics and registers them on reg (if not nil).
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// New creates the metrics and registers them on reg (if not nil).
+func New(reg prometheus.Registerer) *Metrics {
 	const ns = "vpa_recommender"
 	m := &Metrics{
 		VPAObjects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -91,10 +97,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-func (m *Metrics) write(kind string, err error) {
-	result := "success"
-	if err != nil {
-		result = "error"
+// VPACounts counts VPA objects by the labels of vpa_objects_count.
+type VPACounts map[vpaCountKey]int
+
+type vpaCountKey struct {
+	mode                                    vpav1.UpdateMode
+	hasRecommendation, matches, unsupported bool
+}
+
+// Add counts one VPA.
+func (c VPACounts) Add(mode vpav1.UpdateMode, hasRecommendation, matchesPods, unsupportedConfig bool) {
+	c[vpaCountKey{mode: mode, hasRecommendation: hasRecommendation, matches: matchesPods, unsupported: unsupportedConfig}]++
+}
+
+// SetVPACounts replaces vpa_objects_count with counts.
+func (m *Metrics) SetVPACounts(counts VPACounts) {
+	m.VPAObjects.Reset()
+	for k, n := range counts {
+		m.VPAObjects.WithLabelValues(string(k.mode), strconv.FormatBool(k.hasRecommendation), "v1",
+			strconv.FormatBool(k.matches), strconv.FormatBool(k.unsupported)).Set(float64(n))
 	}
-	m.APIWrites.WithLabelValues(kind, result).Inc()
 }

@@ -14,7 +14,11 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package loop
+// Package status turns what the recommender knows of a VPA into the status
+// it should have (Compute, BuildStatus), decides when that status is worth a
+// write (NeedsWrite), and writes it: the write queue within the shared write
+// budget (Queue) and the API writer (APIWriter).
+package status
 
 import (
 	"fmt"
