@@ -17,8 +17,8 @@ limitations under the License.
 // Package leaderelection runs a component's work under a Lease so only one
 // replica acts at a time, with upstream VPA's flag names and defaults.
 //
-// It speaks to coordination.k8s.io/v1 Leases through a small REST client of
-// its own (pkg/leases) instead of client-go's leader election, whose
+// It is built on the lease core (pkg/leases: its lean client, its Lease
+// specs, its Observer and Holder) instead of client-go's leader election, whose
 // packages link the typed clientsets, every built-in API group and the
 // informers into the binary. The election follows client-go's LeaderElector
 // with ReleaseOnCancel: candidates poll every RetryPeriod, a lease counts as
@@ -40,13 +40,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	"github.com/openvpa/openvpa/pkg/leases"
 )
@@ -202,19 +199,22 @@ type elector struct {
 	leases leases.Client
 	clock  clock.WithTicker
 	id     string
+	holder *leases.Holder
+	// obs holds the last lease spec seen and the local time it was first
+	// seen; a holder counts as live until then plus LeaseDuration.
+	obs *leases.Observer
 
-	// lease is the last version of the Lease read or written, the base of
-	// the next optimistic update.
+	// lease is the last version of the Lease this candidate wrote, the base
+	// of the next optimistic renewal.
 	lease *coordinationv1.Lease
-	// observed is the last lease spec seen and observedAt the local time it
-	// was first seen; a holder counts as live until observedAt+LeaseDuration.
-	observed   coordinationv1.LeaseSpec
-	observedAt time.Time
-	haveSeen   bool
 }
 
-func newElector(o Options, leases leases.Client, clk clock.WithTicker, id string) *elector {
-	return &elector{o: o, leases: leases, clock: clk, id: id}
+func newElector(o Options, client leases.Client, clk clock.WithTicker, id string) *elector {
+	return &elector{
+		o: o, leases: client, clock: clk, id: id,
+		holder: leases.NewHolder(client, id, o.LeaseDuration, clk),
+		obs:    leases.NewObserver(clk, o.LeaseDuration),
+	}
 }
 
 func (e *elector) leaseRef() klog.ObjectRef {
@@ -301,7 +301,8 @@ func (e *elector) renew(ctx context.Context) bool {
 			e.o.Watchdog.renew()
 			logger.V(5).Info("Renewed the leader lease", "lease", e.leaseRef())
 		case heldByOther:
-			logger.Info("The leader lease was taken by another candidate", "lease", e.leaseRef(), "identity", e.id, "holder", ptr.Deref(e.observed.HolderIdentity, ""))
+			holder, _ := e.obs.Holder(e.o.ResourceNamespace, e.o.ResourceName)
+			logger.Info("The leader lease was taken by another candidate", "lease", e.leaseRef(), "identity", e.id, "holder", holder)
 			return false
 		default:
 			if ctx.Err() != nil {
@@ -358,121 +359,31 @@ const (
 // LeaseDuration.
 func (e *elector) tryAcquireOrRenew(ctx context.Context) outcome {
 	logger := klog.FromContext(ctx)
-	now := e.clock.Now()
 
 	// The leader first updates the version it wrote last, saving a read.
-	if e.lease != nil && e.holdsObserved() && e.live(now) {
-		next := e.lease.DeepCopy()
-		next.Spec = e.spec(now, e.observed.AcquireTime, ptr.Deref(e.observed.LeaseTransitions, 0))
-		updated, err := e.leases.Update(ctx, next)
-		if err == nil && updated != nil {
-			e.remember(updated, now)
+	if holder, live := e.obs.Holder(e.o.ResourceNamespace, e.o.ResourceName); e.lease != nil && holder == e.id && live {
+		start := e.clock.Now()
+		updated, err := e.holder.Claim(ctx, e.lease)
+		if err == nil {
+			e.obs.Wrote(updated, start)
+			e.lease = updated
 			return acquired
 		}
 		logger.V(4).Info("Optimistic lease renewal failed, reading the lease", "lease", e.leaseRef(), "err", err)
 	}
 
-	current, err := e.leases.Get(ctx, e.o.ResourceNamespace, e.o.ResourceName)
+	lease, err := e.holder.Acquire(ctx, e.obs, e.o.ResourceNamespace, e.o.ResourceName)
 	switch {
-	case apierrors.IsNotFound(err):
-		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: e.o.ResourceNamespace, Name: e.o.ResourceName},
-			Spec:       e.spec(now, nil, 0),
-		}
-		created, err := e.leases.Create(ctx, lease)
-		if err != nil || created == nil {
-			logger.V(2).Info("Could not create the leader lease", "lease", e.leaseRef(), "err", err)
-			return failed
-		}
-		e.remember(created, now)
-		return acquired
-	case err != nil:
-		logger.V(2).Info("Could not read the leader lease", "lease", e.leaseRef(), "err", err)
-		return failed
-	case current == nil:
-		logger.V(2).Info("Reading the leader lease returned nothing", "lease", e.leaseRef())
-		return failed
-	}
-
-	e.observe(current, now)
-	holder := ptr.Deref(current.Spec.HolderIdentity, "")
-	if holder != "" && holder != e.id && e.live(now) {
+	case errors.Is(err, leases.ErrHeld):
+		holder, _ := e.obs.Holder(e.o.ResourceNamespace, e.o.ResourceName)
 		logger.V(4).Info("The leader lease is held by another candidate", "lease", e.leaseRef(), "holder", holder)
 		return heldByOther
-	}
-	next := current.DeepCopy()
-	transitions := ptr.Deref(current.Spec.LeaseTransitions, 0)
-	if holder == e.id {
-		next.Spec = e.spec(now, current.Spec.AcquireTime, transitions)
-	} else {
-		next.Spec = e.spec(now, nil, transitions+1)
-	}
-	updated, err := e.leases.Update(ctx, next)
-	if err != nil || updated == nil {
-		logger.V(2).Info("Could not write the leader lease", "lease", e.leaseRef(), "err", err)
+	case err != nil:
+		logger.V(2).Info("Could not acquire or renew the leader lease", "lease", e.leaseRef(), "err", err)
 		return failed
 	}
-	e.remember(updated, now)
+	e.lease = lease
 	return acquired
-}
-
-// spec is the lease held by this candidate as of now; acquired nil means
-// it is taken now.
-func (e *elector) spec(now time.Time, acquired *metav1.MicroTime, transitions int32) coordinationv1.LeaseSpec {
-	t := metav1.NewMicroTime(now)
-	if acquired == nil {
-		acquired = &t
-	}
-	return coordinationv1.LeaseSpec{
-		HolderIdentity:       ptr.To(e.id),
-		LeaseDurationSeconds: ptr.To(leaseSeconds(e.o.LeaseDuration)),
-		AcquireTime:          acquired.DeepCopy(),
-		RenewTime:            &t,
-		LeaseTransitions:     ptr.To(transitions),
-	}
-}
-
-// leaseSeconds rounds d up to whole seconds, at least one (the API server
-// rejects zero).
-func leaseSeconds(d time.Duration) int32 {
-	s := (d + time.Second - 1) / time.Second
-	if s < 1 {
-		return 1
-	}
-	if s > 1<<31-1 {
-		return 1<<31 - 1
-	}
-	return int32(s)
-}
-
-// observe records a lease read from the server. A spec unchanged since the
-// last read keeps its first-seen time, so a holder that stopped renewing
-// expires after LeaseDuration of this candidate's clock, whatever times the
-// lease itself states.
-func (e *elector) observe(lease *coordinationv1.Lease, now time.Time) {
-	e.lease = lease
-	if e.haveSeen && apiequality.Semantic.DeepEqual(e.observed, lease.Spec) {
-		return
-	}
-	e.observed = *lease.Spec.DeepCopy()
-	e.observedAt = now
-	e.haveSeen = true
-}
-
-// remember records a lease this candidate wrote; now is when the write began.
-func (e *elector) remember(lease *coordinationv1.Lease, now time.Time) {
-	e.lease = lease
-	e.observed = *lease.Spec.DeepCopy()
-	e.observedAt = now
-	e.haveSeen = true
-}
-
-func (e *elector) holdsObserved() bool {
-	return e.haveSeen && ptr.Deref(e.observed.HolderIdentity, "") == e.id
-}
-
-func (e *elector) live(now time.Time) bool {
-	return e.haveSeen && now.Before(e.observedAt.Add(e.o.LeaseDuration))
 }
 
 // release empties the lease if this candidate still holds it, so another
@@ -489,25 +400,15 @@ func (e *elector) release(ctx context.Context) {
 			logger.Error(err, "Could not read the leader lease to release it", "lease", e.leaseRef())
 			return
 		}
-		if holder := ptr.Deref(current.Spec.HolderIdentity, ""); holder != e.id {
-			logger.Info("Not releasing the leader lease: another candidate holds it", "lease", e.leaseRef(), "holder", holder)
-			return
-		}
-		now := metav1.NewMicroTime(e.clock.Now())
-		next := current.DeepCopy()
-		next.Spec = coordinationv1.LeaseSpec{
-			HolderIdentity:       ptr.To(""),
-			LeaseDurationSeconds: ptr.To[int32](1),
-			AcquireTime:          &now,
-			RenewTime:            now.DeepCopy(),
-			LeaseTransitions:     ptr.To(ptr.Deref(current.Spec.LeaseTransitions, 0)),
-		}
-		_, err = e.leases.Update(releaseCtx, next)
-		if err == nil {
+		_, err = e.holder.Release(releaseCtx, current)
+		switch {
+		case err == nil:
 			logger.V(2).Info("Released the leader lease", "lease", e.leaseRef(), "identity", e.id)
 			return
-		}
-		if !apierrors.IsConflict(err) {
+		case errors.Is(err, leases.ErrNotHeld):
+			logger.Info("Not releasing the leader lease: another candidate holds it", "lease", e.leaseRef(), "holder", leases.HolderOf(current))
+			return
+		case !apierrors.IsConflict(err):
 			logger.Error(err, "Could not release the leader lease", "lease", e.leaseRef())
 			return
 		}

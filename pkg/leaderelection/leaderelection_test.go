@@ -762,35 +762,16 @@ func TestReleaseLeavesAnotherHoldersLease(t *testing.T) {
 	})
 	e := newElector(testOptions(time.Second, 500*time.Millisecond), s.client("a"), clock.RealClock{}, "a")
 	// a believes it holds the lease, as after a renewal whose reply was lost.
-	e.observed = coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")}
-	e.haveSeen = true
+	e.obs.Wrote(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: testLease},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")},
+	}, time.Now())
 	e.release(context.Background())
 	if h := s.holder(); h != "b" {
 		t.Errorf("holder = %q after a's release, want b untouched", h)
 	}
 	if n := len(s.writeLog()); n != 0 {
 		t.Errorf("release wrote %d times", n)
-	}
-}
-
-func TestLeaseSeconds(t *testing.T) {
-	tests := []struct {
-		name string
-		d    time.Duration
-		want int32
-	}{
-		{name: "default", d: 15 * time.Second, want: 15},
-		{name: "below a second", d: 300 * time.Millisecond, want: 1},
-		{name: "rounded up", d: 1500 * time.Millisecond, want: 2},
-		{name: "zero", d: 0, want: 1},
-		{name: "huge", d: 1 << 62, want: 1<<31 - 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := leaseSeconds(tt.d); got != tt.want {
-				t.Errorf("leaseSeconds(%v) = %d, want %d", tt.d, got, tt.want)
-			}
-		})
 	}
 }
 

@@ -14,11 +14,21 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package leases is a lean client for coordination.k8s.io/v1 Leases, the one
-// every OpenVPA component uses: for leader election (pkg/leaderelection) and
-// for the admission controller's status Lease (pkg/status). It speaks
-// protobuf through kubeclient's REST client and links none of client-go's
-// other API groups.
+// Package leases is OpenVPA's one lease core for coordination.k8s.io/v1
+// Leases; leader election (pkg/leaderelection), the recommender's shard
+// Leases (pkg/shards) and the admission controller's status Lease
+// (pkg/status) are built on it. It holds:
+//
+//   - Client, a lean client that speaks protobuf through kubeclient's REST
+//     client and links none of client-go's other API groups;
+//   - NextSpec and ReleasedSpec, the one place a Lease spec is built (the
+//     holder, the duration as whole seconds clamped to int32, the acquire
+//     and renew times, the transitions);
+//   - Observer, which tells whether a Lease is held and by whom, by the
+//     observer's injected clock;
+//   - Holder, which creates, renews or takes over (optimistic updates: a
+//     stale resourceVersion is a Conflict) and releases Leases as one
+//     holder identity.
 package leases
 
 import (

@@ -25,7 +25,8 @@ limitations under the License.
 // counts as held until its spec has not changed for LeaseDuration by the
 // observer's own clock, and a holder treats a shard as its own only while
 // its last renewal is younger than RenewDeadline, which is shorter: so two
-// replicas never both treat a shard as theirs.
+// replicas never both treat a shard as theirs. The Leases are written and
+// observed through the lease core, pkg/leases.
 package shards
 
 import (
@@ -41,11 +42,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	"github.com/openvpa/openvpa/pkg/leases"
 )
@@ -106,22 +105,20 @@ type held struct {
 	drained  bool
 }
 
-type seen struct {
-	spec coordinationv1.LeaseSpec
-	at   time.Time
-}
-
 // Manager holds this replica's shards. Run keeps them; Snapshot, Valid and
 // Drained are safe to call from any goroutine.
 type Manager struct {
 	o      Options
 	leases leases.ListClient
+	holder *leases.Holder
+	// obs tells whether the group's Leases are held, by this replica's
+	// clock.
+	obs    *leases.Observer
 	owned  prometheus.Gauge
 	member prometheus.Gauge
 
 	mu      sync.Mutex
 	held    map[int]*held
-	seen    map[string]seen
 	members int
 	self    *coordinationv1.Lease
 	// rounds counts the rounds run so far; settled closes at the end of
@@ -149,12 +146,13 @@ func New(o Options, client leases.ListClient) (*Manager, error) {
 	m := &Manager{
 		o:      o,
 		leases: client,
+		holder: leases.NewHolder(client, o.Identity, o.LeaseDuration, o.Clock),
+		obs:    leases.NewObserver(o.Clock, o.LeaseDuration),
 		owned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shards_owned", Namespace: "vpa_recommender",
 			Help: "Shards this replica serves."}),
 		member: prometheus.NewGauge(prometheus.GaugeOpts{Name: "shard_members", Namespace: "vpa_recommender",
 			Help: "Live replicas sharing the shards, as this replica counts them."}),
 		held:    map[int]*held{},
-		seen:    map[string]seen{},
 		settled: make(chan struct{}),
 		taken:   make(chan struct{}, 1),
 	}
@@ -268,14 +266,12 @@ func (m *Manager) round(ctx context.Context) {
 	for i := range list.Items {
 		l := &list.Items[i]
 		byName[l.Name] = l
-		if s, ok := m.seen[l.Name]; !ok || !apiequality.Semantic.DeepEqual(s.spec, l.Spec) {
-			m.seen[l.Name] = seen{spec: *l.Spec.DeepCopy(), at: now}
-		}
+		m.obs.Observe(l)
 	}
 	m.renewMember(rctx, byName, now)
 	members := 1
 	for _, l := range list.Items {
-		if l.Labels[LabelRole] == RoleMember && (m.self == nil || l.Name != m.self.Name) && m.alive(l, now) {
+		if l.Labels[LabelRole] == RoleMember && (m.self == nil || l.Name != m.self.Name) && m.alive(l) {
 			members++
 		}
 	}
@@ -285,7 +281,7 @@ func (m *Manager) round(ctx context.Context) {
 	// Renew what is held; forget what was lost.
 	for i, h := range m.held {
 		l := byName[m.shardName(i)]
-		if l == nil || ptr.Deref(l.Spec.HolderIdentity, "") != m.o.Identity {
+		if l == nil || leases.HolderOf(l) != m.o.Identity {
 			logger.Info("Lost a shard", "shard", i, "group", m.o.Name)
 			delete(m.held, i)
 			continue
@@ -294,7 +290,7 @@ func (m *Manager) round(ctx context.Context) {
 			m.release(rctx, i, l)
 			continue
 		}
-		if u, err := m.write(rctx, l, false, now); err == nil {
+		if u, err := m.write(rctx, l, now); err == nil {
 			h.lease, h.renewed = u, now
 		} else if !m.valid(h, m.o.Clock.Now()) {
 			logger.Info("Could not renew a shard in time; giving it up", "shard", i, "err", err.Error())
@@ -325,7 +321,7 @@ func (m *Manager) round(ctx context.Context) {
 			continue
 		}
 		l := byName[m.shardName(i)]
-		if l != nil && ptr.Deref(l.Spec.HolderIdentity, "") != "" && m.alive(*l, now) {
+		if l != nil && leases.HolderOf(l) != "" && m.alive(*l) {
 			continue
 		}
 		var u *coordinationv1.Lease
@@ -333,14 +329,13 @@ func (m *Manager) round(ctx context.Context) {
 		if l == nil {
 			u, err = m.create(rctx, m.shardName(i), RoleShard, now)
 		} else {
-			u, err = m.write(rctx, l, true, now)
+			u, err = m.write(rctx, l, now)
 		}
 		if err != nil {
 			logger.V(2).Info("Could not take a shard", "shard", i, "err", err.Error())
 			continue
 		}
 		m.held[i] = &held{lease: u, renewed: now}
-		m.seen[u.Name] = seen{spec: *u.Spec.DeepCopy(), at: now}
 		active = append(active, i)
 		logger.Info("Took a shard", "shard", i, "group", m.o.Name, "share", share, "members", members)
 		notify(m.taken)
@@ -383,20 +378,17 @@ func (m *Manager) activeIndices() []int {
 
 // alive reports whether a Lease held by someone changed within the lease
 // duration by this replica's clock.
-func (m *Manager) alive(l coordinationv1.Lease, now time.Time) bool {
-	if ptr.Deref(l.Spec.HolderIdentity, "") == "" {
-		return false
-	}
-	s, ok := m.seen[l.Name]
-	return ok && now.Sub(s.at) < m.o.LeaseDuration
+func (m *Manager) alive(l coordinationv1.Lease) bool {
+	_, live := m.obs.Holder(l.Namespace, l.Name)
+	return live
 }
 
 // renewMember renews this replica's member slot, or takes a free one.
 func (m *Manager) renewMember(ctx context.Context, byName map[string]*coordinationv1.Lease, now time.Time) {
 	logger := klog.FromContext(ctx)
 	if m.self != nil {
-		if cur := byName[m.self.Name]; cur != nil && ptr.Deref(cur.Spec.HolderIdentity, "") == m.o.Identity {
-			u, err := m.write(ctx, cur, false, now)
+		if cur := byName[m.self.Name]; cur != nil && leases.HolderOf(cur) == m.o.Identity {
+			u, err := m.write(ctx, cur, now)
 			if err != nil {
 				logger.V(2).Info("Could not renew the member lease", "lease", m.self.Name, "err", err.Error())
 				return
@@ -415,8 +407,8 @@ func (m *Manager) renewMember(ctx context.Context, byName map[string]*coordinati
 		switch {
 		case cur == nil:
 			u, err = m.create(ctx, name, RoleMember, now)
-		case ptr.Deref(cur.Spec.HolderIdentity, "") == "" || !m.alive(*cur, now):
-			u, err = m.write(ctx, cur, true, now)
+		case leases.HolderOf(cur) == "" || !m.alive(*cur):
+			u, err = m.write(ctx, cur, now)
 		default:
 			continue
 		}
@@ -428,51 +420,32 @@ func (m *Manager) renewMember(ctx context.Context, byName map[string]*coordinati
 	logger.Info("No member slot is free; this replica takes no shards", "slots", MaxMembers)
 }
 
-func (m *Manager) spec(now time.Time, acquired *metav1.MicroTime, transitions int32) coordinationv1.LeaseSpec {
-	t := metav1.NewMicroTime(now)
-	if acquired == nil {
-		acquired = &t
-	}
-	secs := int32((m.o.LeaseDuration + time.Second - 1) / time.Second)
-	return coordinationv1.LeaseSpec{
-		HolderIdentity: ptr.To(m.o.Identity), LeaseDurationSeconds: ptr.To(max(secs, 1)),
-		AcquireTime: acquired.DeepCopy(), RenewTime: &t, LeaseTransitions: ptr.To(transitions),
-	}
-}
-
+// create creates a Lease of the group held by this replica; now is when
+// the round began.
 func (m *Manager) create(ctx context.Context, name, role string, now time.Time) (*coordinationv1.Lease, error) {
-	return m.leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Namespace: m.o.Namespace, Name: name, Labels: map[string]string{LabelGroup: m.o.Name, LabelRole: role}},
-		Spec:       m.spec(now, nil, 0),
-	})
-}
-
-// write renews l (take: takes it over from its former holder) with an
-// optimistic update of the version listed.
-func (m *Manager) write(ctx context.Context, l *coordinationv1.Lease, take bool, now time.Time) (*coordinationv1.Lease, error) {
-	next := l.DeepCopy()
-	transitions := ptr.Deref(l.Spec.LeaseTransitions, 0)
-	if take {
-		next.Spec = m.spec(now, nil, transitions+1)
-	} else {
-		next.Spec = m.spec(now, l.Spec.AcquireTime, transitions)
-	}
-	u, err := m.leases.Update(ctx, next)
+	u, err := m.holder.Create(ctx, metav1.ObjectMeta{Namespace: m.o.Namespace, Name: name, Labels: map[string]string{LabelGroup: m.o.Name, LabelRole: role}})
 	if err != nil {
 		return nil, err
 	}
-	m.seen[u.Name] = seen{spec: *u.Spec.DeepCopy(), at: now}
+	m.obs.Wrote(u, now)
+	return u, nil
+}
+
+// write renews l, or takes it over from its former holder, with an
+// optimistic update of the version listed.
+func (m *Manager) write(ctx context.Context, l *coordinationv1.Lease, now time.Time) (*coordinationv1.Lease, error) {
+	u, err := m.holder.Claim(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	m.obs.Wrote(u, now)
 	return u, nil
 }
 
 // release empties a held shard's Lease so another replica takes it at once.
 func (m *Manager) release(ctx context.Context, i int, l *coordinationv1.Lease) {
 	delete(m.held, i)
-	next := l.DeepCopy()
-	now := metav1.NewMicroTime(m.o.Clock.Now())
-	next.Spec = coordinationv1.LeaseSpec{HolderIdentity: ptr.To(""), LeaseDurationSeconds: ptr.To[int32](1),
-		AcquireTime: &now, RenewTime: now.DeepCopy(), LeaseTransitions: l.Spec.LeaseTransitions}
-	if _, err := m.leases.Update(ctx, next); err != nil {
+	if _, err := m.holder.Release(ctx, l); err != nil {
 		klog.FromContext(ctx).Error(err, "Could not release a shard; it expires instead", "shard", i)
 		return
 	}
@@ -488,9 +461,7 @@ func (m *Manager) Release(ctx context.Context) {
 		m.release(ctx, i, h.lease)
 	}
 	if m.self != nil {
-		next := m.self.DeepCopy()
-		next.Spec.HolderIdentity = ptr.To("")
-		if _, err := m.leases.Update(ctx, next); err != nil {
+		if _, err := m.holder.Release(ctx, m.self); err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not release the member lease", "err", err.Error())
 		}
 	}

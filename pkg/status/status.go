@@ -21,7 +21,8 @@ limitations under the License.
 // Lease is fresh, because evicted pods would otherwise come back without
 // their recommendation.
 //
-// A Lease is fresh while renewTime (or, when never renewed, its
+// The Lease is written through the lease core (pkg/leases), which builds its
+// spec. A Lease is fresh while renewTime (or, when never renewed, its
 // creationTimestamp) plus the timeout is later than now; DefaultTimeout is
 // upstream's one minute.
 //
@@ -48,7 +49,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 
 	"github.com/openvpa/openvpa/pkg/leases"
 )
@@ -113,20 +113,22 @@ type WriterConfig struct {
 	Name      string
 	// Holder is written to spec.holderIdentity, usually the host name.
 	Holder string
-	// Interval is the renewal period; also written as leaseDurationSeconds.
+	// Interval is the renewal period; also written as leaseDurationSeconds
+	// (rounded up to whole seconds, at least one).
 	Interval time.Duration
 }
 
 // Writer keeps the Lease renewed.
 type Writer struct {
 	client leases.Client
+	holder *leases.Holder
 	cfg    WriterConfig
 	clock  clock.WithTicker
 }
 
 // NewWriter returns a Writer.
 func NewWriter(client leases.Client, cfg WriterConfig, clk clock.WithTicker) *Writer {
-	return &Writer{client: client, cfg: cfg, clock: clk}
+	return &Writer{client: client, holder: leases.NewHolder(client, cfg.Holder, cfg.Interval, clk), cfg: cfg, clock: clk}
 }
 
 // Run renews the Lease now and then every interval until ctx is done.
@@ -161,20 +163,12 @@ func (w *Writer) renewWithRetries(ctx context.Context) error {
 	return err
 }
 
-// Renew creates the Lease or sets its renewTime to now. A conflict (another
-// replica renewed it at the same time) counts as success.
+// Renew creates the Lease or renews it with this writer as holder. A
+// conflict (another replica renewed it at the same time) counts as success.
 func (w *Writer) Renew(ctx context.Context) error {
-	now := metav1.NewMicroTime(w.clock.Now())
 	lease, err := w.client.Get(ctx, w.cfg.Namespace, w.cfg.Name)
 	if apierrors.IsNotFound(err) {
-		_, err = w.client.Create(ctx, &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.cfg.Namespace, Name: w.cfg.Name},
-			Spec: coordinationv1.LeaseSpec{
-				HolderIdentity:       ptr.To(w.cfg.Holder),
-				LeaseDurationSeconds: ptr.To(int32(w.cfg.Interval / time.Second)),
-				RenewTime:            &now,
-			},
-		})
+		_, err = w.holder.Create(ctx, metav1.ObjectMeta{Namespace: w.cfg.Namespace, Name: w.cfg.Name})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -183,9 +177,7 @@ func (w *Writer) Renew(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lease.Spec.RenewTime = &now
-	lease.Spec.HolderIdentity = ptr.To(w.cfg.Holder)
-	_, err = w.client.Update(ctx, lease)
+	_, err = w.holder.Claim(ctx, lease)
 	if apierrors.IsConflict(err) {
 		return nil
 	}
