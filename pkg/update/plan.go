@@ -23,6 +23,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -33,7 +34,7 @@ type PlanOptions struct {
 	Thresholds   Thresholds
 	PerVPAConfig bool
 	// LimitRanges are the namespace's, merged.
-	LimitRanges recommendation.LimitRanges
+	LimitRanges limitrange.Merged
 	// Now is the loop's time.
 	Now time.Time
 	// View, when set, is the pod the decisions are made on (with native

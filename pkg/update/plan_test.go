@@ -26,7 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
@@ -57,7 +57,7 @@ func withRecommendation(mode vpav1.UpdateMode) *vpav1.VerticalPodAutoscaler {
 
 func TestPlan(t *testing.T) {
 	higher := []*vpav1.EvictionRequirement{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, ChangeRequirement: vpav1.TargetHigherThanRequests}}
-	tightLR := recommendation.MergeLimitRanges([]*corev1.LimitRange{{
+	tightLR := limitrange.Merge([]*corev1.LimitRange{{
 		ObjectMeta: metav1.ObjectMeta{Name: "max", Namespace: "ns"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypePod,
 			Max: testbuild.Resources("300m", "")}}},
@@ -65,7 +65,7 @@ func TestPlan(t *testing.T) {
 	tests := map[string]struct {
 		pods         []*corev1.Pod
 		requirements []*vpav1.EvictionRequirement
-		lr           recommendation.LimitRanges
+		lr           limitrange.Merged
 		want         []Outcome
 		wantOrder    []string
 	}{

@@ -34,6 +34,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/sidecar"
@@ -116,7 +117,7 @@ type Resizer interface {
 type Deps struct {
 	VPAs        VPALister
 	Pods        PodLister
-	LimitRanges func(namespace string) recommendation.LimitRanges
+	LimitRanges func(namespace string) limitrange.Merged
 	Resolver    Resolver
 	Counter     update.ReplicaCounter
 	Status      StatusReader
@@ -475,7 +476,7 @@ func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
 // over (the pod is Ready and the boost's duration has passed), and returns
 // the pods left for the regular updates: those carrying no boost. A pod
 // still boosted, or unboosted now, is left alone until a later loop.
-func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr recommendation.LimitRanges, pods []*corev1.Pod) []*corev1.Pod {
+func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr limitrange.Merged, pods []*corev1.Pod) []*corev1.Pod {
 	logger := klog.FromContext(ctx)
 	m := u.d.Metrics
 	now := u.d.Clock.Now()
@@ -527,7 +528,7 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 // boost gives way to: the VPA's recommendation as the admission controller
 // would apply it, unless the VPA is Off or has none for the container, and
 // then the resources recorded before the boost.
-func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, expired []string, marks map[string]string) []recommendation.ContainerResources {
+func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, expired []string, marks map[string]string) []recommendation.ContainerResources {
 	out := make([]recommendation.ContainerResources, len(pod.Spec.Containers))
 	var plan recommendation.Plan
 	if vpav1.GetUpdateMode(vpa).PatchesNewPods() {
