@@ -28,6 +28,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -38,6 +40,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
+	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/pkg/update"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -660,20 +663,13 @@ func quantities(l corev1.ResourceList) map[string]string {
 	return out
 }
 
+// overlapText is the OverlappingVPA condition's message
+// (target.OverlapMessage, which the recommender sets) as a problem line:
+// "overlap: " and the message, its first letter in lower case.
 func overlapText(self string, others, chosen []string) string {
-	var applied []string
-	for _, c := range chosen {
-		switch c {
-		case "":
-			applied = append(applied, "none")
-		case self:
-			applied = append(applied, "this VPA")
-		default:
-			applied = append(applied, "VPA "+c)
-		}
-	}
-	return fmt.Sprintf("overlap: pods of this VPA are also matched by VPA %s; the admission controller applies %s to them",
-		strings.Join(others, ", "), strings.Join(applied, " or "))
+	msg := target.OverlapMessage(self, others, chosen)
+	first, size := utf8.DecodeRuneInString(msg)
+	return "overlap: " + string(unicode.ToLower(first)) + msg[size:]
 }
 
 // updater runs the updater's decision for the VPA's pods: update.Plan
