@@ -51,7 +51,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
 )
@@ -89,9 +89,9 @@ func Main(ctx context.Context, args []string) error {
 }
 
 // limitRanges adapts a reader of the LimitRange cache to pod.LimitRangeReader.
-type limitRanges func(namespace string) recommendation.LimitRanges
+type limitRanges func(namespace string) limitrange.Merged
 
-func (l limitRanges) LimitRanges(namespace string) (recommendation.LimitRanges, error) {
+func (l limitRanges) LimitRanges(namespace string) (limitrange.Merged, error) {
 	return l(namespace), nil
 }
 

@@ -26,18 +26,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
-type limitRangesOf struct{ lr recommendation.LimitRanges }
+type limitRangesOf struct{ lr limitrange.Merged }
 
-func (l limitRangesOf) LimitRanges(string) (recommendation.LimitRanges, error) { return l.lr, nil }
+func (l limitRangesOf) LimitRanges(string) (limitrange.Merged, error) { return l.lr, nil }
 
 // agreementRanges are the LimitRanges the agreement checks run under: none,
 // and pod and container bounds that the recommendations below can pass.
-var agreementRanges = []recommendation.LimitRanges{
+var agreementRanges = []limitrange.Merged{
 	{},
-	recommendation.MergeLimitRanges([]*corev1.LimitRange{{
+	limitrange.Merge([]*corev1.LimitRange{{
 		ObjectMeta: metav1.ObjectMeta{Name: "limits", Namespace: "ns"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
 			{Type: corev1.LimitTypePod, Max: rl("2", "2Gi")},

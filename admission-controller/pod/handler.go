@@ -35,6 +35,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -47,7 +48,7 @@ type VPAFinder interface {
 
 // LimitRangeLister returns the merged LimitRanges of a namespace.
 type LimitRangeLister interface {
-	LimitRanges(namespace string) (recommendation.LimitRanges, error)
+	LimitRanges(namespace string) (limitrange.Merged, error)
 }
 
 // EventRecorder records events; client-go's record.EventRecorder is one.
@@ -244,7 +245,7 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 // the boost annotations. A boost the namespace's LimitRanges (or the pod's
 // own resources) would refuse is not applied: the pod is created with its
 // plan unboosted, and a warning says why.
-func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, plan *recommendation.Plan) (map[string]string, []string) {
+func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, plan *recommendation.Plan) (map[string]string, []string) {
 	boosted := slices.Clone(plan.Containers)
 	marks, err := boost.Apply(p, vpa, boosted, h.maxBoost)
 	if err != nil {
@@ -283,7 +284,7 @@ func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.Vertical
 // AppendPatch appends to dst the JSON Patch that applies vpa's
 // recommendation to pod, and reports whether it changes any container's
 // resources.
-func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
+func AppendPatch(dst []byte, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) ([]byte, bool, error) {
 	sc := &scratch{}
 	plan := planFor(pod, vpa, lr, sc)
 	return appendPatch(dst, pod, vpa, &plan, nil, layout{}, sc)
@@ -337,7 +338,7 @@ func (l layout) appendContainerPath(b []byte, i int) []byte {
 
 // planFor is what vpa's recommendation gives pod, planned by
 // pkg/recommendation on the pod Decoded.Pod builds in sc.
-func planFor(pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, sc *scratch) recommendation.Plan {
+func planFor(pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, sc *scratch) recommendation.Plan {
 	return recommendation.PlanForPodShared(pod.Pod(&sc.pod), vpa, lr)
 }
 

@@ -37,6 +37,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/review"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/testbuild"
 )
@@ -91,7 +92,7 @@ func ptr[T any](v T) *T { return &v }
 type goldenCase struct {
 	pod *corev1.Pod
 	vpa *vpav1.VerticalPodAutoscaler
-	lr  recommendation.LimitRanges
+	lr  limitrange.Merged
 }
 
 func goldenCases() map[string]goldenCase {
@@ -128,24 +129,24 @@ func goldenCases() map[string]goldenCase {
 		"container-limitrange-max-and-default": {
 			pod: testPod(nil, ctr("app", rl("100m", "100Mi"), nil)),
 			vpa: testVPA(rec("app", rl("2", "200Mi"))),
-			lr: recommendation.LimitRanges{Container: &corev1.LimitRangeItem{
+			lr: limitrange.Merged{Container: &corev1.LimitRangeItem{
 				Type: corev1.LimitTypeContainer, Max: rl("1", ""), Default: rl("200m", "")}},
 		},
 		"container-limitrange-min": {
 			pod: testPod(nil, ctr("app", nil, nil)),
 			vpa: testVPA(rec("app", rl("10m", "10Mi"))),
-			lr: recommendation.LimitRanges{Container: &corev1.LimitRangeItem{
+			lr: limitrange.Merged{Container: &corev1.LimitRangeItem{
 				Type: corev1.LimitTypeContainer, Min: rl("50m", "64Mi")}},
 		},
 		"pod-limitrange-max": {
 			pod: testPod(nil, ctr("app", rl("1", ""), rl("2", "")), ctr("sidecar", rl("1", ""), rl("2", ""))),
 			vpa: testVPA(rec("app", rl("1", "")), rec("sidecar", rl("1", ""))),
-			lr:  recommendation.LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 		},
 		"pod-limitrange-min": {
 			pod: testPod(nil, ctr("app", rl("", "100Mi"), rl("", "100Mi")), ctr("sidecar", rl("", "100Mi"), rl("", "100Mi"))),
 			vpa: testVPA(rec("app", rl("", "10Mi")), rec("sidecar", rl("", "30Mi"))),
-			lr:  recommendation.LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
 		},
 		"extra-and-missing-containers": {
 			pod: func() *corev1.Pod {
@@ -307,8 +308,8 @@ func (f fakeFinder) ControllingVPA(context.Context, *Decoded) (*vpav1.VerticalPo
 
 type fakeLimits struct{}
 
-func (fakeLimits) LimitRanges(string) (recommendation.LimitRanges, error) {
-	return recommendation.LimitRanges{}, nil
+func (fakeLimits) LimitRanges(string) (limitrange.Merged, error) {
+	return limitrange.Merged{}, nil
 }
 
 func TestAdmit(t *testing.T) {
@@ -380,8 +381,8 @@ func TestAdmitRequestNamespace(t *testing.T) {
 
 type rangesOf []*corev1.LimitRange
 
-func (r rangesOf) LimitRanges(string) (recommendation.LimitRanges, error) {
-	return recommendation.MergeLimitRanges(r), nil
+func (r rangesOf) LimitRanges(string) (limitrange.Merged, error) {
+	return limitrange.Merge(r), nil
 }
 
 type recordedEvent struct{ object, eventtype, reason, message string }

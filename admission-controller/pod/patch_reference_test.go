@@ -27,6 +27,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -47,7 +48,7 @@ func refAnnotationPath(key string) string {
 	return "/metadata/annotations/" + escape(key)
 }
 
-func referencePatch(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges) ([]byte, bool, error) {
+func referencePatch(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) ([]byte, bool, error) {
 	patch := make([]refOperation, 0, 8)
 	if pod.Annotations == nil {
 		patch = append(patch, refAdd("/metadata/annotations", map[string]string{}))

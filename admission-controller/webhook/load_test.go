@@ -43,7 +43,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/features"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 )
 
 type oneVPA struct{ v *vpav1.VerticalPodAutoscaler }
@@ -54,8 +54,8 @@ func (o oneVPA) ControllingVPA(context.Context, *pod.Decoded) (*vpav1.VerticalPo
 
 type noLimits struct{}
 
-func (noLimits) LimitRanges(string) (recommendation.LimitRanges, error) {
-	return recommendation.LimitRanges{}, nil
+func (noLimits) LimitRanges(string) (limitrange.Merged, error) {
+	return limitrange.Merged{}, nil
 }
 
 const loadReview = `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","kind":{"group":"","version":"v1","kind":"Pod"},

@@ -284,7 +284,7 @@ func TestLimitRangeCapping(t *testing.T) {
 			// What the webhook should do, from the pod as it reaches it.
 			tmpl := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns}, Spec: *d.Spec.Template.Spec.DeepCopy()}
 			limitrange.DefaultPod(tmpl, ranges)
-			plan := recommendation.PlanForPod(tmpl, vpa, recommendation.MergeLimitRanges(ranges))
+			plan := recommendation.PlanForPod(tmpl, vpa, limitrange.Merge(ranges))
 			want := recommendation.Applied(tmpl, plan.Containers)
 			if (tc.wantReason != "") != (plan.Conflict != nil) {
 				t.Fatalf("plan conflict %v, want reason %q", plan.Conflict, tc.wantReason)

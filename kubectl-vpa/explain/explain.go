@@ -20,8 +20,7 @@ limitations under the License.
 // into the recommender's model and running the recommender's estimator),
 // the limits that clipped the target, recent OOM kills, and per pod the
 // requests against the recommendation and what the updater would do, by the
-// updater's own decision code (pkg/updateplan, pkg/priority,
-// pkg/restriction).
+// updater's own decision code (pkg/update).
 package explain
 
 import (
@@ -29,6 +28,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -39,9 +40,8 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
-	"github.com/openvpa/openvpa/pkg/priority"
-	"github.com/openvpa/openvpa/pkg/restriction"
-	"github.com/openvpa/openvpa/pkg/updateplan"
+	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/update"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -57,8 +57,8 @@ type Options struct {
 	Estimators        estimator.Options
 	Model             *model.Config
 	PerVPAConfig      bool
-	Priority          priority.Config
-	Restriction       restriction.Config
+	Priority          update.Thresholds
+	Restriction       update.RestrictionConfig
 	EvictionRateLimit float64
 	EvictionRateBurst int
 }
@@ -69,8 +69,8 @@ func DefaultOptions() Options {
 		Estimator:         estimator.PercentileName,
 		Estimators:        estimator.DefaultOptions(),
 		Model:             model.DefaultConfig(),
-		Priority:          priority.DefaultConfig(),
-		Restriction:       restriction.Config{MinReplicas: 2, EvictionTolerance: 0.5},
+		Priority:          update.DefaultThresholds(),
+		Restriction:       update.RestrictionConfig{MinReplicas: 2, EvictionTolerance: 0.5},
 		EvictionRateLimit: -1,
 		EvictionRateBurst: 1,
 	}
@@ -663,24 +663,17 @@ func quantities(l corev1.ResourceList) map[string]string {
 	return out
 }
 
+// overlapText is the OverlappingVPA condition's message
+// (target.OverlapMessage, which the recommender sets) as a problem line:
+// "overlap: " and the message, its first letter in lower case.
 func overlapText(self string, others, chosen []string) string {
-	var applied []string
-	for _, c := range chosen {
-		switch c {
-		case "":
-			applied = append(applied, "none")
-		case self:
-			applied = append(applied, "this VPA")
-		default:
-			applied = append(applied, "VPA "+c)
-		}
-	}
-	return fmt.Sprintf("overlap: pods of this VPA are also matched by VPA %s; the admission controller applies %s to them",
-		strings.Join(others, ", "), strings.Join(applied, " or "))
+	msg := target.OverlapMessage(self, others, chosen)
+	first, size := utf8.DecodeRuneInString(msg)
+	return "overlap: " + string(unicode.ToLower(first)) + msg[size:]
 }
 
-// updater runs the updater's decision for the VPA's pods: pkg/updateplan
-// for each pod, then pkg/restriction over the candidates in the updater's
+// updater runs the updater's decision for the VPA's pods: update.Plan
+// for each pod, then update.Restrictions over the candidates in the updater's
 // order, then the PodDisruptionBudgets the Eviction API would enforce.
 func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]Pod, Updater) {
 	mode := vpav1.GetUpdateMode(v)
@@ -707,16 +700,16 @@ func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]P
 	if len(recPods) > len(pods) && u.Acts {
 		u.Notes = append(u.Notes, fmt.Sprintf("%d of the pods the VPA matches are controlled by another VPA or controller; the updater leaves them to it", len(recPods)-len(pods)))
 	}
-	all, candidates := updateplan.Evaluate(v, pods, updateplan.Options{
-		Priority: o.Priority, PerVPAConfig: o.PerVPAConfig, LimitRanges: ix.LimitRangesIn(v.Namespace), Now: ix.Now,
+	all, candidates := update.Plan(v, pods, update.PlanOptions{
+		Thresholds: o.Priority, PerVPAConfig: o.PerVPAConfig, LimitRanges: ix.LimitRangesIn(v.Namespace), Now: ix.Now,
 	})
-	byPod := map[*corev1.Pod]*updateplan.Pod{}
+	byPod := map[*corev1.Pod]*update.PodPlan{}
 	for _, p := range all {
 		byPod[p.Pod] = p
 	}
 	actions := map[*corev1.Pod]string{}
 	if u.Acts {
-		restr := restriction.New(restriction.Options{Config: o.Restriction, VPA: v, Counter: restriction.WorkloadCounter{Workloads: ix.Workloads}, Now: ix.Now}, pods)
+		restr := update.NewRestrictions(update.RestrictionOptions{Config: o.Restriction, VPA: v, Counter: update.WorkloadCounter{Workloads: ix.Workloads}, Now: ix.Now}, pods)
 		for key, why := range restr.Skipped {
 			u.Notes = append(u.Notes, fmt.Sprintf("%s %s left alone: %s", key.Kind, key.Name, why))
 		}
@@ -751,9 +744,9 @@ func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]P
 			p.Action = "none: " + u.Summary
 		case plan == nil:
 			p.Action = "none"
-		case plan.Outcome == updateplan.LimitRangeConflict:
+		case plan.Outcome == update.LimitRangeConflict:
 			p.Action = "none: the API server would refuse the pod with the recommendation, so it keeps its requests: " + plan.Plan.Why()
-		case plan.Outcome == updateplan.EvictionRequirementsNotMet:
+		case plan.Outcome == update.EvictionRequirementsNotMet:
 			p.Action = "none: the VPA's evictionRequirements are not met"
 		default:
 			p.Action = "none: the rule keeps the pod"
@@ -765,20 +758,20 @@ func updater(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) ([]P
 
 // act is what the updater does with one candidate, given the group's
 // restriction (updated as the updater updates it), as its loop does.
-func act(ix *snapshot.Index, restr *restriction.Restriction, c *updateplan.Pod, mode vpav1.UpdateMode, inPlace bool, o Options) string {
+func act(ix *snapshot.Index, restr *update.Restrictions, c *update.PodPlan, mode vpav1.UpdateMode, inPlace bool, o Options) string {
 	if inPlace {
 		switch restr.CanInPlaceUpdate(c.Pod, mode, true, false) {
-		case restriction.Approved:
+		case update.InPlaceApproved:
 			restr.RecordInPlaceUpdate(c.Pod)
 			return "resize in place to " + describe(c.Requests)
-		case restriction.Deferred:
-			if mode == vpav1.UpdateModeInPlace && restriction.Resizing(c.Pod) {
+		case update.InPlaceDeferred:
+			if mode == vpav1.UpdateModeInPlace && update.Resizing(c.Pod) {
 				return "patch the pending resize to " + describe(c.Requests)
 			}
 			return "wait: " + groupWhy(restr, c.Pod)
-		case restriction.Infeasible:
+		case update.InPlaceInfeasible:
 			return "wait: the node cannot fit the resize (Infeasible)"
-		case restriction.Evict:
+		case update.InPlaceEvict:
 			// Falls through to eviction below.
 		}
 	}
@@ -792,7 +785,7 @@ func act(ix *snapshot.Index, restr *restriction.Restriction, c *updateplan.Pod, 
 	return "evict; the admission controller sets " + describe(c.Requests)
 }
 
-func groupWhy(restr *restriction.Restriction, pod *corev1.Pod) string {
+func groupWhy(restr *update.Restrictions, pod *corev1.Pod) string {
 	g := restr.Group(pod)
 	if g == nil {
 		return "its controller's replica group is left alone (see notes)"
@@ -818,28 +811,28 @@ func blockingPDB(pdbs []*policyv1.PodDisruptionBudget, pod *corev1.Pod) *policyv
 	return nil
 }
 
-func decisionText(p *updateplan.Pod, o Options) string {
+func decisionText(p *update.PodPlan, o Options) string {
 	d := p.Decision
 	switch d.Reason {
-	case priority.ReasonOutsideRange:
+	case update.ReasonOutsideRange:
 		return "update: a request is outside the recommended bounds"
-	case priority.ReasonQuickOOM:
+	case update.ReasonQuickOOM:
 		return "update: a container was OOM-killed soon after it started"
-	case priority.ReasonLongLivedDrift:
+	case update.ReasonLongLivedDrift:
 		return fmt.Sprintf("update: running over %s with requests %.0f%% away from the target", o.Priority.PodLifetimeUpdateThreshold, d.ResourceDiff*100)
-	case priority.ReasonNoStartTime:
+	case update.ReasonNoStartTime:
 		return "keep: within bounds, and the pod has not started"
-	case priority.ReasonTooYoung:
+	case update.ReasonTooYoung:
 		return fmt.Sprintf("keep: within bounds, and younger than %s", o.Priority.PodLifetimeUpdateThreshold)
-	case priority.ReasonBelowThreshold:
+	case update.ReasonBelowThreshold:
 		return fmt.Sprintf("keep: within bounds, and the change (%.0f%%) is below %.0f%%", d.ResourceDiff*100, o.Priority.PodUpdateThreshold*100)
-	case priority.ReasonNoChange:
+	case update.ReasonNoChange:
 		return "keep: OOM-killed, but the recommendation equals the requests"
 	}
 	return string(d.Reason)
 }
 
-func podContainer(pod *corev1.Pod, c corev1.Container, plan *updateplan.Pod) PodContainer {
+func podContainer(pod *corev1.Pod, c corev1.Container, plan *update.PodPlan) PodContainer {
 	pc := PodContainer{Name: c.Name, Requests: quantities(currentRequests(pod, c))}
 	if plan == nil {
 		return pc
@@ -873,7 +866,7 @@ func podContainer(pod *corev1.Pod, c corev1.Container, plan *updateplan.Pod) Pod
 }
 
 // currentRequests are the requests the container runs with, as
-// priority.PodInputFor reads them.
+// update.PodInputFor reads them.
 func currentRequests(pod *corev1.Pod, c corev1.Container) corev1.ResourceList {
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.Name == c.Name && s.Resources != nil {

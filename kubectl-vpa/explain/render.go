@@ -74,7 +74,7 @@ func WriteTable(w io.Writer, e *Explanation) error {
 					step   Step
 					status map[string]string
 				}{
-					{"target", r.s.Target, target(c.Status)},
+					{"target", r.s.Target, targetOf(c.Status)},
 					{"lower", r.s.LowerBound, lower(c.Status)},
 					{"upper", r.s.UpperBound, upper(c.Status)},
 				} {
@@ -188,7 +188,7 @@ func percentile(p float64) string {
 	return "P" + strconv.FormatFloat(v, 'f', -1, 64)
 }
 
-func target(r *Recommendation) map[string]string {
+func targetOf(r *Recommendation) map[string]string {
 	if r == nil {
 		return nil
 	}

@@ -33,7 +33,7 @@ import (
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
-	"github.com/openvpa/openvpa/pkg/updateplan"
+	"github.com/openvpa/openvpa/pkg/update"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/model"
 )
@@ -197,7 +197,7 @@ func row(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o explain.Options) 
 			}
 		}
 	}
-	all, _ := updateplan.Evaluate(v, pods, updateplan.Options{Priority: o.Priority, PerVPAConfig: o.PerVPAConfig, LimitRanges: ix.LimitRangesIn(v.Namespace), Now: ix.Now})
+	all, _ := update.Plan(v, pods, update.PlanOptions{Thresholds: o.Priority, PerVPAConfig: o.PerVPAConfig, LimitRanges: ix.LimitRangesIn(v.Namespace), Now: ix.Now})
 	notApplied := 0
 	for _, p := range all {
 		if p.Decision.OutsideRecommendedRange {

@@ -43,7 +43,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -299,14 +299,14 @@ func (ix *Index) UpdaterPods(v *vpav1.VerticalPodAutoscaler) []*corev1.Pod {
 }
 
 // LimitRangesIn returns a namespace's LimitRanges, merged.
-func (s *Snapshot) LimitRangesIn(namespace string) recommendation.LimitRanges {
+func (s *Snapshot) LimitRangesIn(namespace string) limitrange.Merged {
 	var items []*corev1.LimitRange
 	for _, lr := range s.LimitRanges {
 		if lr.Namespace == namespace {
 			items = append(items, lr)
 		}
 	}
-	return recommendation.MergeLimitRanges(items)
+	return limitrange.Merge(items)
 }
 
 // HPAsIn returns a namespace's HPAs.

@@ -36,7 +36,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
@@ -172,13 +172,13 @@ func (s *Set) AddVPAs(c kubeclient.Clients, namespace string, transform cache.Tr
 }
 
 // AddLimitRanges adds the LimitRange informer and returns a reader of a
-// namespace's LimitRanges, merged (recommendation.MergeLimitRanges).
-func (s *Set) AddLimitRanges(c kubeclient.Clients, namespace string) func(namespace string) recommendation.LimitRanges {
+// namespace's LimitRanges, merged (limitrange.Merge).
+func (s *Set) AddLimitRanges(c kubeclient.Clients, namespace string) func(namespace string) limitrange.Merged {
 	idx := s.Add(c.Core, "limitranges", namespace, &corev1.LimitRange{}, DefaultResync, nil, target.StripManagedFields).GetIndexer()
-	return func(ns string) recommendation.LimitRanges {
+	return func(ns string) limitrange.Merged {
 		objs, err := idx.ByIndex(cache.NamespaceIndex, ns)
 		if err != nil || len(objs) == 0 {
-			return recommendation.LimitRanges{}
+			return limitrange.Merged{}
 		}
 		items := make([]*corev1.LimitRange, 0, len(objs))
 		for _, o := range objs {
@@ -186,6 +186,6 @@ func (s *Set) AddLimitRanges(c kubeclient.Clients, namespace string) func(namesp
 				items = append(items, lr)
 			}
 		}
-		return recommendation.MergeLimitRanges(items)
+		return limitrange.Merge(items)
 	}
 }

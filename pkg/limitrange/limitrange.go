@@ -21,6 +21,9 @@ limitations under the License.
 // pod is checked with Validate first, so that a patch or a resize never
 // produces a pod the API server refuses.
 //
+// Merge folds a namespace's LimitRanges into one item per type (Merged),
+// the form pkg/recommendation caps recommendations to.
+//
 // The messages are the API server's own, so that what OpenVPA reports reads
 // like the error a user would otherwise have seen on the ReplicaSet. The
 // e2e suite checks the restatement against a real API server.

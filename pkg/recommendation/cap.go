@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 )
 
 // Notes added when a target is capped; the vpaUpdates annotation and the
@@ -64,7 +65,7 @@ type Capped struct {
 // their current requests and are scaled with the others (as upstream does),
 // but only ForPod returns what they get: Cap's result holds the containers
 // the recommendation names.
-func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges) Capped {
+func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr limitrange.Merged) Capped {
 	out := Capped{Notes: map[string][]string{}}
 	if pod == nil || rec == nil {
 		return out
@@ -111,7 +112,7 @@ type capped struct {
 }
 
 // capRecs does the work of Cap and ForPod.
-func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr LimitRanges, opts capOptions) capped {
+func capRecs(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr limitrange.Merged, opts capOptions) capped {
 	n := len(pod.Spec.Containers)
 	// w.recs[i] is the working copy for pod.Spec.Containers[i], nil when
 	// the container gets no recommendation.

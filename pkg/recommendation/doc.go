@@ -39,5 +39,5 @@ limitations under the License.
 // all three and returns, per pod container, the requests and limits to apply
 // together with notes such as "cpu capped to maxAllowed" for the vpaUpdates
 // annotation. Nothing here talks to the API server: LimitRanges are passed in,
-// merged by MergeLimitRanges.
+// merged by limitrange.Merge.
 package recommendation

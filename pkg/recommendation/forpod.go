@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 )
 
 // ContainerResources are the resources to give one container.
@@ -98,14 +99,14 @@ func (p *Plan) Changed() bool {
 // recommendation get an empty entry, unless a Pod LimitRange scales them
 // too. Resources with an empty name are dropped. The inputs are not
 // modified. It is PlanForPod's Containers.
-func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
+func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) []ContainerResources {
 	return planForPod(pod, vpa, lr, false).Containers
 }
 
 // ForPodShared is ForPod for callers that only read the result: where
 // capping leaves a container's target as it is, its Requests is the VPA's
 // own recommendation map rather than a copy, so it must not be modified.
-func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) []ContainerResources {
+func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) []ContainerResources {
 	return planForPod(pod, vpa, lr, true).Containers
 }
 
@@ -116,16 +117,16 @@ func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRan
 // capping first; if the API server would refuse that, capping with the
 // LimitRanges winning over the VPA policy; if it would refuse that too,
 // nothing. So a plan never makes a pod uncreatable or a resize refused.
-func PlanForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) Plan {
+func PlanForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) Plan {
 	return planForPod(pod, vpa, lr, false)
 }
 
 // PlanForPodShared is PlanForPod with ForPodShared's sharing.
-func PlanForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges) Plan {
+func PlanForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) Plan {
 	return planForPod(pod, vpa, lr, true)
 }
 
-func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, shared bool) Plan {
+func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, shared bool) Plan {
 	if pod == nil {
 		return Plan{}
 	}
@@ -155,7 +156,7 @@ func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRange
 	return plan
 }
 
-func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr LimitRanges, opts capOptions) []ContainerResources {
+func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, opts capOptions) []ContainerResources {
 	out := make([]ContainerResources, len(pod.Spec.Containers))
 	c := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, opts)
 	recs, notes := c.recs, c.notes

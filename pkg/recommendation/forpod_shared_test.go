@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 )
 
 // TestForPodSharedMatchesForPod checks that ForPodShared gives ForPod's
@@ -35,7 +36,7 @@ func TestForPodSharedMatchesForPod(t *testing.T) {
 	tests := map[string]struct {
 		pod *corev1.Pod
 		vpa *vpav1.VerticalPodAutoscaler
-		lr  LimitRanges
+		lr  limitrange.Merged
 	}{
 		"nothing capped": {
 			pod: pod(container("a", rl("100m", "100Mi"), rl("200m", "300Mi"))),
@@ -57,17 +58,17 @@ func TestForPodSharedMatchesForPod(t *testing.T) {
 		"container LimitRange": {
 			pod: pod(container("a", nil, nil), container("b", rl("100m", ""), rl("200m", ""))),
 			vpa: vpaWith(nil, recs(target("a", rl("1m", "1Mi")), target("b", rl("5", "")))),
-			lr:  LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("10m", "4Mi"), Max: rl("2", ""), Default: rl("500m", "")}},
+			lr:  limitrange.Merged{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("10m", "4Mi"), Max: rl("2", ""), Default: rl("500m", "")}},
 		},
 		"pod LimitRange max": {
 			pod: pod(container("a", rl("1", ""), rl("2", "")), container("b", rl("1", ""), rl("2", ""))),
 			vpa: vpaWith(nil, recs(target("a", rl("1", "")), target("b", rl("1", "")))),
-			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 		},
 		"pod LimitRange min": {
 			pod: pod(container("a", rl("", "100Mi"), rl("", "100Mi")), container("b", rl("", "100Mi"), rl("", "100Mi"))),
 			vpa: vpaWith(nil, recs(target("a", rl("", "10Mi")), target("b", rl("", "30Mi")))),
-			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
 		},
 		"empty resource name": {
 			pod: pod(container("a", nil, nil)),

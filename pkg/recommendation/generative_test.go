@@ -99,7 +99,7 @@ func TestPlansAreAdmissible(t *testing.T) {
 type generated struct {
 	pod              *corev1.Pod
 	vpa              *vpav1.VerticalPodAutoscaler
-	lr               LimitRanges
+	lr               limitrange.Merged
 	offUnderPodRange bool
 }
 
@@ -217,7 +217,7 @@ func generate(rng *rand.Rand) generated {
 	}
 	limitrange.DefaultPod(p, ranges)
 	g.pod = p
-	g.lr = MergeLimitRanges(ranges)
+	g.lr = limitrange.Merge(ranges)
 	rec := &vpav1.RecommendedPodResources{}
 	var pol *vpav1.PodResourcePolicy
 	for _, c := range p.Spec.Containers {

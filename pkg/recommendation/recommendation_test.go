@@ -27,7 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
@@ -67,38 +67,6 @@ func equalLists(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-func TestMergeLimitRanges(t *testing.T) {
-	lrs := []*corev1.LimitRange{
-		{ObjectMeta: metav1.ObjectMeta{Name: "b"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-			{Type: corev1.LimitTypeContainer, Min: rl("100m", "10Mi"), Max: rl("2", "2Gi"), Default: rl("1", "1Gi")},
-		}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{
-			{Type: corev1.LimitTypeContainer, Min: rl("50m", "20Mi"), Max: rl("4", "1Gi"), Default: rl("500m", "")},
-			{Type: corev1.LimitTypePod, Max: rl("8", "")},
-			{Type: corev1.LimitTypePersistentVolumeClaim, Max: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
-		}}},
-	}
-	got := MergeLimitRanges(lrs)
-	if got.Container == nil || got.Pod == nil {
-		t.Fatalf("got %+v, want both items", got)
-	}
-	if want := rl("100m", "20Mi"); !equalLists(got.Container.Min, want) {
-		t.Errorf("min = %v, want highest %v", got.Container.Min, want)
-	}
-	if want := rl("2", "1Gi"); !equalLists(got.Container.Max, want) {
-		t.Errorf("max = %v, want lowest %v", got.Container.Max, want)
-	}
-	if want := rl("1", "1Gi"); !equalLists(got.Container.Default, want) {
-		t.Errorf("default = %v, want the one of the last LimitRange by name %v", got.Container.Default, want)
-	}
-	if want := rl("8", ""); !equalLists(got.Pod.Max, want) {
-		t.Errorf("pod max = %v, want %v", got.Pod.Max, want)
-	}
-	if empty := MergeLimitRanges(nil); empty.Container != nil || empty.Pod != nil {
-		t.Errorf("no LimitRanges gave %+v", empty)
-	}
 }
 
 func TestProportionalLimit(t *testing.T) {
@@ -150,7 +118,7 @@ func TestCap(t *testing.T) {
 		pod       *corev1.Pod
 		rec       *vpav1.RecommendedPodResources
 		policy    *vpav1.PodResourcePolicy
-		lr        LimitRanges
+		lr        limitrange.Merged
 		want      map[string]corev1.ResourceList // container -> target
 		wantNotes map[string][]string
 	}{
@@ -201,21 +169,21 @@ func TestCap(t *testing.T) {
 			// limit:request is 2, so a max limit of 1 core is a max request of 500m.
 			pod:       pod(container("a", rl("100m", ""), rl("200m", ""))),
 			rec:       recs(target("a", rl("2", ""))),
-			lr:        LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("1", "")}},
+			lr:        limitrange.Merged{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Max: rl("1", "")}},
 			want:      map[string]corev1.ResourceList{"a": rl("500m", "")},
 			wantNotes: map[string][]string{"a": {"cpu capped to fit Max in container LimitRange"}},
 		},
 		"container LimitRange min applies to the request too": {
 			pod:       pod(container("a", nil, nil)),
 			rec:       recs(target("a", rl("", "10Mi"))),
-			lr:        LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("", "64Mi")}},
+			lr:        limitrange.Merged{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("", "64Mi")}},
 			want:      map[string]corev1.ResourceList{"a": rl("", "64Mi")},
 			wantNotes: map[string][]string{"a": {"memory capped to fit Min in container LimitRange"}},
 		},
 		"VPA policy wins over the LimitRange": {
 			pod:       pod(container("a", nil, nil)),
 			rec:       recs(target("a", rl("", "10Mi"))),
-			lr:        LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("", "64Mi")}},
+			lr:        limitrange.Merged{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Min: rl("", "64Mi")}},
 			policy:    policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MaxAllowed: rl("", "32Mi")}),
 			want:      map[string]corev1.ResourceList{"a": rl("", "32Mi")},
 			wantNotes: map[string][]string{"a": {"memory capped to fit Min in container LimitRange", "memory capped to maxAllowed"}},
@@ -224,14 +192,14 @@ func TestCap(t *testing.T) {
 			// Limits are 2x requests; the pod may have 2 cores of limits in total.
 			pod: pod(container("a", rl("1", ""), rl("2", "")), container("b", rl("1", ""), rl("2", ""))),
 			rec: recs(target("a", rl("1", "")), target("b", rl("1", ""))),
-			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 			// The scaling maps the sum of limits (4) onto max (2): each request halves.
 			want: map[string]corev1.ResourceList{"a": rl("500m", ""), "b": rl("500m", "")},
 		},
 		"pod LimitRange min scales requests up": {
 			pod:  pod(container("a", rl("", "100Mi"), rl("", "100Mi")), container("b", rl("", "100Mi"), rl("", "100Mi"))),
 			rec:  recs(target("a", rl("", "10Mi")), target("b", rl("", "30Mi"))),
-			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
+			lr:   limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("", "80Mi")}},
 			want: map[string]corev1.ResourceList{"a": rl("", "20Mi"), "b": rl("", "60Mi")},
 		},
 		"pod LimitRange min scales requests up without any limit": {
@@ -239,14 +207,14 @@ func TestCap(t *testing.T) {
 			// leaves this pod at 40m against a min of 100m: refused.
 			pod:  pod(container("a", rl("50m", ""), nil), container("b", rl("50m", ""), nil)),
 			rec:  recs(target("a", rl("10m", "")), target("b", rl("30m", ""))),
-			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("100m", "")}},
+			lr:   limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Min: rl("100m", "")}},
 			want: map[string]corev1.ResourceList{"a": rl("25m", ""), "b": rl("75m", "")},
 		},
 		"pod LimitRange counts containers without a recommendation": {
 			// b is scaled too (ForPod gives it 500m); Cap leaves it out.
 			pod:  pod(container("a", rl("1", ""), rl("1", "")), container("b", rl("1", ""), rl("1", ""))),
 			rec:  recs(target("a", rl("3", ""))),
-			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			lr:   limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 			want: map[string]corev1.ResourceList{"a": rl("1500m", "")},
 		},
 		"pod LimitRange: a container in mode Off keeps its share": {
@@ -255,7 +223,7 @@ func TestCap(t *testing.T) {
 			pod:    pod(container("a", rl("1", ""), rl("1", "")), container("b", rl("1", ""), rl("1", ""))),
 			rec:    recs(target("a", rl("3", "")), target("b", rl("3", ""))),
 			policy: policy(vpav1.ContainerResourcePolicy{ContainerName: "b", Mode: off}),
-			lr:     LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
+			lr:     limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("2", "")}},
 			want:   map[string]corev1.ResourceList{"a": rl("1", "")},
 		},
 		"nil recommendation": {
@@ -305,7 +273,7 @@ func TestCapBounds(t *testing.T) {
 	rec := recs(vpav1.RecommendedContainerResources{
 		ContainerName: "a", Target: rl("1", ""), LowerBound: rl("10m", ""), UpperBound: rl("5", ""), UncappedTarget: rl("1", ""),
 	})
-	got := Cap(p, rec, policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: rl("100m", ""), MaxAllowed: rl("2", "")}), LimitRanges{})
+	got := Cap(p, rec, policy(vpav1.ContainerResourcePolicy{ContainerName: "a", MinAllowed: rl("100m", ""), MaxAllowed: rl("2", "")}), limitrange.Merged{})
 	r := got.Recommendation.ContainerRecommendations[0]
 	if !equalLists(r.LowerBound, rl("100m", "")) || !equalLists(r.UpperBound, rl("2", "")) {
 		t.Errorf("bounds = %v..%v, want 100m..2", r.LowerBound, r.UpperBound)
@@ -325,7 +293,7 @@ func TestForPod(t *testing.T) {
 	tests := map[string]struct {
 		pod  *corev1.Pod
 		vpa  *vpav1.VerticalPodAutoscaler
-		lr   LimitRanges
+		lr   limitrange.Merged
 		want []ContainerResources
 	}{
 		"proportional limits": {
@@ -341,7 +309,7 @@ func TestForPod(t *testing.T) {
 		"LimitRange default stands in for a missing limit": {
 			pod:  pod(container("a", rl("100m", ""), nil)),
 			vpa:  vpaWith(nil, recs(target("a", rl("200m", "")))),
-			lr:   LimitRanges{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("300m", "")}},
+			lr:   limitrange.Merged{Container: &corev1.LimitRangeItem{Type: corev1.LimitTypeContainer, Default: rl("300m", "")}},
 			want: []ContainerResources{{Requests: rl("200m", ""), Limits: rl("600m", "")}},
 		},
 		"RequestsOnly never sets limits": {
@@ -353,7 +321,7 @@ func TestForPod(t *testing.T) {
 			pod: pod(container("hamster0", rl("100m", "100Mi"), rl("100m", "100Mi")),
 				container("hamster1", rl("400m", "600Mi"), rl("400m", "600Mi"))),
 			vpa: vpaWith(nil, recs(target("hamster0", rl("400m", "600Mi")))),
-			lr:  LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("400m", "1Gi")}},
+			lr:  limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("400m", "1Gi")}},
 			// Upstream 1.7's numbers: both containers at 200m / 512Mi.
 			want: []ContainerResources{
 				{Requests: rl("200m", "512Mi"), Limits: rl("200m", "512Mi")},
@@ -363,7 +331,7 @@ func TestForPod(t *testing.T) {
 		"a pod LimitRange that fits still patches every container, as upstream does": {
 			pod:  pod(container("a", rl("100m", ""), nil), container("b", rl("100m", ""), nil)),
 			vpa:  vpaWith(nil, recs(target("a", rl("200m", "")))),
-			lr:   LimitRanges{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("1", "")}},
+			lr:   limitrange.Merged{Pod: &corev1.LimitRangeItem{Type: corev1.LimitTypePod, Max: rl("1", "")}},
 			want: []ContainerResources{{Requests: rl("200m", "")}, {Requests: rl("100m", "")}},
 		},
 		"containers without a recommendation get nothing": {
@@ -396,13 +364,13 @@ func TestForPod(t *testing.T) {
 }
 
 func TestPlanForPod(t *testing.T) {
-	lrs := func(items ...corev1.LimitRangeItem) LimitRanges {
-		return MergeLimitRanges([]*corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: items}}})
+	lrs := func(items ...corev1.LimitRangeItem) limitrange.Merged {
+		return limitrange.Merge([]*corev1.LimitRange{{ObjectMeta: metav1.ObjectMeta{Name: "lr"}, Spec: corev1.LimitRangeSpec{Limits: items}}})
 	}
 	tests := map[string]struct {
 		pod          *corev1.Pod
 		vpa          *vpav1.VerticalPodAutoscaler
-		lr           LimitRanges
+		lr           limitrange.Merged
 		want         []ContainerResources
 		wantConflict string // part of the conflict's message; "" for none
 		wantOverride bool
@@ -475,11 +443,11 @@ func TestPlanForPod(t *testing.T) {
 func TestPlanForPodLevelResources(t *testing.T) {
 	p := pod(container("a", rl("200m", ""), nil), container("b", rl("200m", ""), nil))
 	p.Spec.Resources = &corev1.ResourceRequirements{Requests: rl("500m", "")}
-	plan := PlanForPod(p, vpaWith(nil, recs(target("a", rl("400m", "")))), LimitRanges{})
+	plan := PlanForPod(p, vpaWith(nil, recs(target("a", rl("400m", "")))), limitrange.Merged{})
 	if plan.Changed() || plan.Conflict == nil || !strings.Contains(plan.Conflict.Error(), "must be greater than or equal to aggregate container requests of 600m") {
 		t.Errorf("plan = %+v, want no change and the conflict", plan)
 	}
-	plan = PlanForPod(p, vpaWith(nil, recs(target("a", rl("300m", "")))), LimitRanges{})
+	plan = PlanForPod(p, vpaWith(nil, recs(target("a", rl("300m", "")))), limitrange.Merged{})
 	if !plan.Changed() || plan.Conflict != nil {
 		t.Errorf("plan = %+v, want the recommendation", plan)
 	}

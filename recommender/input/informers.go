@@ -29,7 +29,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/vpacache"
 )
@@ -47,7 +47,7 @@ type Informers struct {
 	// VPALister reads the VPAs in the recommender's compact form.
 	VPALister vpacache.Lister
 	// LimitRanges returns a namespace's LimitRanges, merged.
-	LimitRanges func(namespace string) recommendation.LimitRanges
+	LimitRanges func(namespace string) limitrange.Merged
 	// HPAs, when set before Start, caches the HorizontalPodAutoscalers for
 	// the HPAConflict condition. It is started with the others but not
 	// waited for (see hpa.Cache).

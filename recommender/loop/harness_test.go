@@ -38,8 +38,8 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpafake "github.com/openvpa/openvpa/apis/generated/clientset/versioned/fake"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
-	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/estimator"
@@ -96,7 +96,7 @@ type harness struct {
 	ooms []input.OOM
 	cfg  Config
 	// limitRanges per namespace, for Deps.LimitRanges.
-	limitRanges map[string]recommendation.LimitRanges
+	limitRanges map[string]limitrange.Merged
 	// hpas per namespace, for Deps.HPAs; hpasUnknown makes them unknown
 	// (the cache has not synced).
 	hpas        map[string][]*autoscalingv2.HorizontalPodAutoscaler
@@ -152,7 +152,7 @@ func (h *harness) defaultDeps() Deps {
 		Status:      typedStatusWriter{Client: h.client.AutoscalingV1()},
 		Estimator:   estimator.NewPercentile(estimator.DefaultConfig()),
 		Clock:       h.clk,
-		LimitRanges: func(ns string) recommendation.LimitRanges { return h.limitRanges[ns] },
+		LimitRanges: func(ns string) limitrange.Merged { return h.limitRanges[ns] },
 		Controllers: fakeResolver{},
 		HPAs: func(ns string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool) {
 			return h.hpas[ns], !h.hpasUnknown

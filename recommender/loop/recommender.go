@@ -34,8 +34,8 @@ import (
 	"k8s.io/utils/clock"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
-	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/cluster"
@@ -129,7 +129,7 @@ type Deps struct {
 	OnLoop func()
 	// LimitRanges returns a namespace's LimitRanges; nil means none are
 	// checked.
-	LimitRanges func(namespace string) recommendation.LimitRanges
+	LimitRanges func(namespace string) limitrange.Merged
 	// Controllers finds the topmost controller of a pod's owner
 	// (pkg/target.Resolver), for the VPA the OverlappingVPA condition says
 	// the admission controller applies; nil leaves that part out.

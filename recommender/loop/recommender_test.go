@@ -29,8 +29,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
-	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/status"
 	"github.com/openvpa/openvpa/recommender/vpacache"
@@ -173,7 +173,7 @@ func TestLimitRangeConflictCondition(t *testing.T) {
 	}
 	// A LimitRange the policy conflicts with (the pod has the limit it
 	// would get from the LimitRange's default).
-	h.limitRanges = map[string]recommendation.LimitRanges{"ns": recommendation.MergeLimitRanges([]*corev1.LimitRange{{
+	h.limitRanges = map[string]limitrange.Merged{"ns": limitrange.Merge([]*corev1.LimitRange{{
 		ObjectMeta: metav1.ObjectMeta{Name: "max"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypeContainer,
 			Max: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}},

@@ -21,7 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/update"
 )
 
 // PodContainer is one container of a replayed pod at a decision point.
@@ -50,19 +50,19 @@ type UpdateRule interface {
 	ShouldUpdate(pod PodState) bool
 }
 
-// updaterRule is the updater's own decision rule (pkg/priority): update a pod
+// updaterRule is the updater's own decision rule (update.Decide): update a pod
 // whose request is outside its bounds, or which is at least the lifetime
 // threshold old and whose requests differ from the targets by at least the
 // update threshold.
 type updaterRule struct {
-	cfg priority.Config
+	cfg update.Thresholds
 }
 
 // NewUpdateRule returns the updater's rule with the given thresholds: the
 // relative change of requests, the pod age before a change within the bounds,
 // and the run time below which an OOM kill updates the pod at once.
 func NewUpdateRule(updateThreshold float64, lifetimeThreshold, evictAfterOOM time.Duration) UpdateRule {
-	cfg := priority.DefaultConfig()
+	cfg := update.DefaultThresholds()
 	cfg.PodUpdateThreshold = updateThreshold
 	cfg.PodLifetimeUpdateThreshold = lifetimeThreshold
 	cfg.EvictAfterOOMThreshold = evictAfterOOM
@@ -71,13 +71,13 @@ func NewUpdateRule(updateThreshold float64, lifetimeThreshold, evictAfterOOM tim
 
 // DefaultUpdateRule returns the updater's rule with its default thresholds
 // (10%, 12h, 10m).
-func DefaultUpdateRule() UpdateRule { return updaterRule{cfg: priority.DefaultConfig()} }
+func DefaultUpdateRule() UpdateRule { return updaterRule{cfg: update.DefaultThresholds()} }
 
 func (r updaterRule) ShouldUpdate(pod PodState) bool {
 	age := pod.Age
-	in := priority.PodInput{Age: &age, Containers: make([]priority.ContainerInput, 0, len(pod.Containers))}
+	in := update.PodInput{Age: &age, Containers: make([]update.ContainerInput, 0, len(pod.Containers))}
 	for _, c := range pod.Containers {
-		in.Containers = append(in.Containers, priority.ContainerInput{
+		in.Containers = append(in.Containers, update.ContainerInput{
 			Name:              c.Name,
 			Requests:          c.Requests,
 			HasRecommendation: c.HasRecommendation,
@@ -87,5 +87,5 @@ func (r updaterRule) ShouldUpdate(pod PodState) bool {
 			OOMKilledAfter:    c.OOMKilledAfter,
 		})
 	}
-	return priority.Decide(r.cfg, in).Update
+	return update.Decide(r.cfg, in).Update
 }

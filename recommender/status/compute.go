@@ -18,15 +18,15 @@ package status
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/hpa"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/cluster"
 	"github.com/openvpa/openvpa/recommender/estimator"
 	"github.com/openvpa/openvpa/recommender/input/history"
@@ -42,7 +42,7 @@ type Sources struct {
 	Estimator estimator.Estimator
 	// LimitRanges returns a namespace's LimitRanges; nil means none are
 	// checked.
-	LimitRanges func(namespace string) recommendation.LimitRanges
+	LimitRanges func(namespace string) limitrange.Merged
 	// HPAs returns a namespace's HorizontalPodAutoscalers and whether they
 	// are known (pkg/hpa.Cache.Lookup); while they are not, HPAConflict
 	// keeps its last state. Nil means no HPAConflict is checked.
@@ -73,7 +73,7 @@ func (s Sources) Compute(v *cluster.VPA, now time.Time) vpav1.VerticalPodAutosca
 	facts.Unsupported = v.Unsupported
 	facts.LimitRangeConflict, facts.LimitRangeConflictMessage = s.limitRangeConflict(v, rec)
 	others, chosen := v.Overlaps()
-	facts.Overlap = OverlapMessage(v.Key.Name, others, chosen)
+	facts.Overlap = target.OverlapMessage(v.Key.Name, others, chosen)
 	if s.HPAs != nil && v.Target != nil {
 		if hpas, ok := s.HPAs(v.Key.Namespace); ok {
 			var containers []string // nil: every container
@@ -123,43 +123,4 @@ func (s Sources) fetchingHistory(namespace string) (string, string) {
 		}
 	}
 	return ReasonFetchingHistory, "Loading usage history from Prometheus; the recommendation is kept until it is in"
-}
-
-// OverlapMessage is the OverlappingVPA message of VPA self whose pods are
-// also matched by others, the admission controller applying chosen to them
-// ("" in chosen: none). Names are sorted, so the message is stable.
-func OverlapMessage(self string, others, chosen []string) string {
-	if len(others) == 0 {
-		return ""
-	}
-	others, chosen = slices.Sorted(slices.Values(others)), slices.Sorted(slices.Values(chosen))
-	noun := "VPA"
-	if len(others) > 1 {
-		noun = "VPAs"
-	}
-	msg := fmt.Sprintf("Pods of this VPA are also matched by %s %s; ", noun, strings.Join(others, ", "))
-	var names []string
-	none := false
-	for _, c := range chosen {
-		switch c {
-		case "":
-			none = true
-		case self:
-			names = append(names, "this VPA ("+self+")")
-		default:
-			names = append(names, "VPA "+c)
-		}
-	}
-	switch {
-	case len(names) == 0:
-		msg += "the admission controller applies none of them (each is in mode Off or does not target the pods' controller)"
-	case len(names) == 1 && !none:
-		msg += "the admission controller applies " + names[0] + " to them"
-	default:
-		if none {
-			names = append(names, "none")
-		}
-		msg += "the admission controller applies, depending on the pod, " + strings.Join(names, " or ")
-	}
-	return msg
 }

@@ -42,10 +42,9 @@ import (
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
-	"github.com/openvpa/openvpa/pkg/priority"
-	"github.com/openvpa/openvpa/pkg/restriction"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/pkg/update"
 	"github.com/openvpa/openvpa/updater/app/options"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
@@ -145,12 +144,12 @@ func Run(ctx context.Context, o *options.Options) error {
 	}
 
 	updater := loop.New(loop.Config{
-		Priority: priority.Config{
+		Priority: update.Thresholds{
 			PodUpdateThreshold:         o.PodUpdateThreshold,
 			PodLifetimeUpdateThreshold: o.PodLifetimeUpdateThreshold,
 			EvictAfterOOMThreshold:     o.EvictAfterOOMThreshold,
 		},
-		Restriction: restriction.Config{
+		Restriction: update.RestrictionConfig{
 			MinReplicas:                 o.MinReplicas,
 			EvictionTolerance:           o.EvictionTolerance,
 			InPlaceSkipDisruptionBudget: o.InPlaceSkipDisruptionBudget,
@@ -169,7 +168,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		Pods:        listerFunc[*corev1.Pod](func() ([]*corev1.Pod, error) { return pods.List(labels.Everything()) }),
 		LimitRanges: limitRanges,
 		Resolver:    resolver,
-		Counter:     restriction.WorkloadCounter{Workloads: workloads.Indexers},
+		Counter:     update.WorkloadCounter{Workloads: workloads.Indexers},
 		Status:      status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
 		Evicter:     eviction.Evicter{API: evictions, Recorder: recorder},
 		Resizer:     inplace.Client{Pods: func(namespace string) inplace.PodPatcher { return clients.Pods(namespace) }},

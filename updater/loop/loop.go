@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package loop is the updater's periodic loop: it finds the pods whose
 // requests should follow their VPA's recommendation and evicts or resizes
-// them in place, within the limits of package restriction, the rate limiters
-// and the admission controller's health.
+// them in place, within the limits of pkg/update's Restrictions, the rate
+// limiters and the admission controller's health.
 package loop
 
 import (
@@ -34,13 +34,12 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
-	"github.com/openvpa/openvpa/pkg/priority"
 	"github.com/openvpa/openvpa/pkg/recommendation"
-	"github.com/openvpa/openvpa/pkg/restriction"
 	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
-	"github.com/openvpa/openvpa/pkg/updateplan"
+	"github.com/openvpa/openvpa/pkg/update"
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
 )
@@ -55,8 +54,8 @@ const (
 
 // Config holds the loop's settings, from the updater flags.
 type Config struct {
-	Priority    priority.Config
-	Restriction restriction.Config
+	Priority    update.Thresholds
+	Restriction update.RestrictionConfig
 	// EvictionRateLimit (per second, ≤0 disables) and EvictionRateBurst
 	// bound evictions, and separately in-place updates.
 	EvictionRateLimit float64
@@ -118,9 +117,9 @@ type Resizer interface {
 type Deps struct {
 	VPAs        VPALister
 	Pods        PodLister
-	LimitRanges func(namespace string) recommendation.LimitRanges
+	LimitRanges func(namespace string) limitrange.Merged
 	Resolver    Resolver
-	Counter     restriction.ReplicaCounter
+	Counter     update.ReplicaCounter
 	Status      StatusReader
 	Evicter     Evicter
 	Resizer     Resizer
@@ -272,7 +271,7 @@ func (u *Updater) resetGauges() {
 // candidate is a pod chosen for an update.
 type candidate struct {
 	pod       *corev1.Pod
-	decision  priority.Decision
+	decision  update.Decision
 	resources []recommendation.ContainerResources
 	observed  map[string]bool
 	requests  map[string]corev1.ResourceList
@@ -290,7 +289,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	step := u.d.Clock.Now()
 	lr := u.d.LimitRanges(vpa.Namespace)
 	boosting := u.cfg.StartupBoost && boost.Configured(vpa)
-	restr := restriction.New(restriction.Options{
+	restr := update.NewRestrictions(update.RestrictionOptions{
 		Config: u.cfg.Restriction, VPA: vpa, Counter: u.d.Counter, Now: now, ResizeStarted: inplace.ResizeStarted,
 		KeepBoosted: boosting,
 	}, pods)
@@ -310,12 +309,12 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	if rec := vpa.Status.Recommendation; rec == nil || len(rec.ContainerRecommendations) == 0 {
 		return
 	}
-	all, planned := updateplan.Evaluate(vpa, pods, updateplan.Options{
-		Priority: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now, View: u.view,
+	all, planned := update.Plan(vpa, pods, update.PlanOptions{
+		Thresholds: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now, View: u.view,
 	})
 	for _, p := range all {
 		switch {
-		case p.Outcome == updateplan.EvictionRequirementsNotMet:
+		case p.Outcome == update.EvictionRequirementsNotMet:
 			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(p.Pod))
 		case p.Plan != nil && p.Plan.Conflict != nil:
 			u.limitRangeConflict(logger, vpa, p.Pod, *p.Plan)
@@ -380,7 +379,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 }
 
 // inPlace resizes the candidates it can and returns those to evict instead.
-func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, mode vpav1.UpdateMode, size string, restr *restriction.Restriction, candidates []candidate) []candidate {
+func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, mode vpav1.UpdateMode, size string, restr *update.Restrictions, candidates []candidate) []candidate {
 	logger := klog.FromContext(ctx)
 	m := u.d.Metrics
 	now := u.d.Clock.Now()
@@ -389,8 +388,8 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 	for _, c := range candidates {
 		pod := c.pod
 		rec, hasRec := inplace.Read(pod)
-		if restriction.Resizing(pod) && !u.cfg.DryRun {
-			if mode == vpav1.UpdateModeInPlace && restriction.ResizeInfeasible(pod) {
+		if update.Resizing(pod) && !u.cfg.DryRun {
+			if mode == vpav1.UpdateModeInPlace && update.ResizeInfeasible(pod) {
 				r, err := u.d.Resizer.MarkInfeasible(ctx, pod, now)
 				if err != nil {
 					logger.Error(err, "Recording an infeasible resize", "pod", klog.KObj(pod))
@@ -404,16 +403,16 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 		cached := hasRec && rec.Current(pod) && inplace.InfeasibleRulesOut(rec, c.requests)
 		decision := restr.CanInPlaceUpdate(pod, mode, true, cached)
 		switch decision {
-		case restriction.InfeasibleCached:
+		case update.InPlaceInfeasibleCached:
 			m.InfeasibleSkips.WithLabelValues(size, vpa.Name, vpa.Namespace).Inc()
 			u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonInPlaceResizeSkipped,
 				"In-place resize skipped: an earlier attempt was infeasible and the recommendation is not lower.")
 			continue
-		case restriction.Evict:
+		case update.InPlaceEvict:
 			toEvict = append(toEvict, c)
 			continue
-		case restriction.Deferred:
-			if mode != vpav1.UpdateModeInPlace || !restriction.Resizing(pod) {
+		case update.InPlaceDeferred:
+			if mode != vpav1.UpdateModeInPlace || !update.Resizing(pod) {
 				continue
 			}
 			// InPlace: patch again so a changed recommendation gets in,
@@ -477,7 +476,7 @@ func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
 // over (the pod is Ready and the boost's duration has passed), and returns
 // the pods left for the regular updates: those carrying no boost. A pod
 // still boosted, or unboosted now, is left alone until a later loop.
-func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *restriction.Restriction, lr recommendation.LimitRanges, pods []*corev1.Pod) []*corev1.Pod {
+func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr limitrange.Merged, pods []*corev1.Pod) []*corev1.Pod {
 	logger := klog.FromContext(ctx)
 	m := u.d.Metrics
 	now := u.d.Clock.Now()
@@ -529,7 +528,7 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 // boost gives way to: the VPA's recommendation as the admission controller
 // would apply it, unless the VPA is Off or has none for the container, and
 // then the resources recorded before the boost.
-func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr recommendation.LimitRanges, expired []string, marks map[string]string) []recommendation.ContainerResources {
+func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, expired []string, marks map[string]string) []recommendation.ContainerResources {
 	out := make([]recommendation.ContainerResources, len(pod.Spec.Containers))
 	var plan recommendation.Plan
 	if vpav1.GetUpdateMode(vpa).PatchesNewPods() {

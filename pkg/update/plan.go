@@ -14,14 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package updateplan is the updater's decision for the pods of one VPA,
-// without side effects: for each pod, what the updater's rule (pkg/priority)
-// says, whether the VPA's evictionRequirements and the namespace's
-// LimitRanges let the pod be updated, and the requests it would get; and
-// the candidates in the order the updater takes them. The updater acts on
-// the result (through pkg/restriction, its rate limiters and the Eviction
-// API); kubectl-vpa explain shows it.
-package updateplan
+package update
 
 import (
 	"time"
@@ -30,18 +23,18 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
-	"github.com/openvpa/openvpa/pkg/priority"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
-// Options are the inputs of Evaluate besides the VPA and its pods.
-type Options struct {
-	// Priority holds the updater's thresholds; the VPA's
-	// evictAfterOOMSeconds is applied when PerVPAConfig is set.
-	Priority     priority.Config
+// PlanOptions are the inputs of Plan besides the VPA and its pods.
+type PlanOptions struct {
+	// Thresholds are the updater's; the VPA's evictAfterOOMSeconds is
+	// applied when PerVPAConfig is set.
+	Thresholds   Thresholds
 	PerVPAConfig bool
 	// LimitRanges are the namespace's, merged.
-	LimitRanges recommendation.LimitRanges
+	LimitRanges limitrange.Merged
 	// Now is the loop's time.
 	Now time.Time
 	// View, when set, is the pod the decisions are made on (with native
@@ -54,7 +47,7 @@ type Options struct {
 type Outcome string
 
 const (
-	// Candidate: the pod is to be updated, as far as restriction, the rate
+	// Candidate: the pod is to be updated, as far as the Restrictions, the rate
 	// limits and PDBs allow.
 	Candidate Outcome = "Candidate"
 	// NotCandidate: the rule leaves the pod alone (Decision.Reason says why).
@@ -67,8 +60,8 @@ const (
 	LimitRangeConflict Outcome = "LimitRangeConflict"
 )
 
-// Pod is the decision for one pod.
-type Pod struct {
+// PodPlan is the decision for one pod.
+type PodPlan struct {
 	Pod *corev1.Pod
 	// Recommendation is the VPA's recommendation capped for this pod
 	// (policy, LimitRanges), as the rule saw it.
@@ -77,8 +70,8 @@ type Pod struct {
 	// pod ("cpu capped to fit Max in container LimitRange", ...).
 	CapNotes map[string][]string
 	// Input and Decision are the rule's input and outcome.
-	Input    priority.PodInput
-	Decision priority.Decision
+	Input    PodInput
+	Decision Decision
 	Outcome  Outcome
 	// Plan is the admission-style plan for the pod; set for candidates and
 	// for pods refused by LimitRangeConflict. Plan.Conflict with
@@ -92,15 +85,15 @@ type Pod struct {
 	Requests map[string]corev1.ResourceList
 }
 
-// Evaluate decides for every pod of the VPA. It returns the decisions in
-// the order of pods and the candidates, most urgent first (priority.Sort).
+// Plan decides for every pod of the VPA. It returns the decisions in
+// the order of pods and the candidates, most urgent first (SortByPriority).
 // A VPA without a recommendation has no candidates.
-func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (all []*Pod, candidates []*Pod) {
+func Plan(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o PlanOptions) (all []*PodPlan, candidates []*PodPlan) {
 	rec := vpa.Status.Recommendation
 	if rec == nil || len(rec.ContainerRecommendations) == 0 {
 		return nil, nil
 	}
-	cfg := priority.ConfigForVPA(o.Priority, vpa, o.PerVPAConfig)
+	cfg := ThresholdsForVPA(o.Thresholds, vpa, o.PerVPAConfig)
 	var requirements []*vpav1.EvictionRequirement
 	if vpa.Spec.UpdatePolicy != nil {
 		requirements = vpa.Spec.UpdatePolicy.EvictionRequirements
@@ -126,15 +119,15 @@ func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (
 		}
 		base := recommendation.Baseline(view)
 		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges)
-		p := &Pod{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
-		p.Input = priority.PodInputFor(view, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
-		p.Decision = priority.Decide(cfg, p.Input)
+		p := &PodPlan{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
+		p.Input = PodInputFor(view, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
+		p.Decision = Decide(cfg, p.Input)
 		all = append(all, p)
 		if !p.Decision.Update {
 			p.Outcome = NotCandidate
 			continue
 		}
-		if !priority.MeetsEvictionRequirements(requirements, p.Input.Containers) {
+		if !MeetsEvictionRequirements(requirements, p.Input.Containers) {
 			p.Outcome = EvictionRequirementsNotMet
 			continue
 		}
@@ -154,6 +147,6 @@ func Evaluate(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o Options) (
 		}
 		candidates = append(candidates, p)
 	}
-	priority.Sort(candidates, func(p *Pod) priority.Decision { return p.Decision })
+	SortByPriority(candidates, func(p *PodPlan) Decision { return p.Decision })
 	return all, candidates
 }

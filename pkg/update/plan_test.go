@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package updateplan
+package update
 
 import (
 	"testing"
@@ -26,18 +26,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
-	"github.com/openvpa/openvpa/pkg/priority"
-	"github.com/openvpa/openvpa/pkg/recommendation"
+	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/testbuild"
 )
 
-var now = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+var planNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
 func pod(name string, cpu, mem string, age time.Duration) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID(name)},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: testbuild.Resources(cpu, mem)}}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: now.Add(-age)}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, StartTime: &metav1.Time{Time: planNow.Add(-age)}},
 	}
 }
 
@@ -56,9 +55,9 @@ func withRecommendation(mode vpav1.UpdateMode) *vpav1.VerticalPodAutoscaler {
 	}
 }
 
-func TestEvaluate(t *testing.T) {
+func TestPlan(t *testing.T) {
 	higher := []*vpav1.EvictionRequirement{{Resources: []corev1.ResourceName{corev1.ResourceCPU}, ChangeRequirement: vpav1.TargetHigherThanRequests}}
-	tightLR := recommendation.MergeLimitRanges([]*corev1.LimitRange{{
+	tightLR := limitrange.Merge([]*corev1.LimitRange{{
 		ObjectMeta: metav1.ObjectMeta{Name: "max", Namespace: "ns"},
 		Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{Type: corev1.LimitTypePod,
 			Max: testbuild.Resources("300m", "")}}},
@@ -66,7 +65,7 @@ func TestEvaluate(t *testing.T) {
 	tests := map[string]struct {
 		pods         []*corev1.Pod
 		requirements []*vpav1.EvictionRequirement
-		lr           recommendation.LimitRanges
+		lr           limitrange.Merged
 		want         []Outcome
 		wantOrder    []string
 	}{
@@ -94,7 +93,7 @@ func TestEvaluate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			v := withRecommendation(vpav1.UpdateModeRecreate)
 			v.Spec.UpdatePolicy.EvictionRequirements = tc.requirements
-			all, candidates := Evaluate(v, tc.pods, Options{Priority: priority.DefaultConfig(), LimitRanges: tc.lr, Now: now})
+			all, candidates := Plan(v, tc.pods, PlanOptions{Thresholds: DefaultThresholds(), LimitRanges: tc.lr, Now: planNow})
 			if len(all) != len(tc.pods) {
 				t.Fatalf("%d decisions for %d pods", len(all), len(tc.pods))
 			}
@@ -128,8 +127,8 @@ func TestEvaluate(t *testing.T) {
 	t.Run("no recommendation, no decisions", func(t *testing.T) {
 		v := withRecommendation(vpav1.UpdateModeRecreate)
 		v.Status.Recommendation = nil
-		if all, c := Evaluate(v, []*corev1.Pod{pod("p", "1", "1Gi", time.Hour)}, Options{Now: now}); all != nil || c != nil {
-			t.Errorf("Evaluate without a recommendation = %v, %v", all, c)
+		if all, c := Plan(v, []*corev1.Pod{pod("p", "1", "1Gi", time.Hour)}, PlanOptions{Now: planNow}); all != nil || c != nil {
+			t.Errorf("Plan without a recommendation = %v, %v", all, c)
 		}
 	})
 }

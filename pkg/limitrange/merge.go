@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package recommendation
+package limitrange
 
 import (
 	"sort"
@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-// LimitRanges are the LimitRange constraints of one namespace, merged per type.
+// Merged are the LimitRange constraints of one namespace, merged per type.
 // A nil item means no LimitRange of that type constrains cpu or memory.
-type LimitRanges struct {
+type Merged struct {
 	// Container is the merged item of type Container.
 	Container *corev1.LimitRangeItem
 	// Pod is the merged item of type Pod.
@@ -35,10 +35,10 @@ type LimitRanges struct {
 	Items []*corev1.LimitRange
 }
 
-// MergeLimitRanges merges the LimitRanges of a namespace the way the API
+// Merge merges the LimitRanges of a namespace the way the API
 // server's admission sees them: for cpu and memory the highest min and the
 // lowest max win; of the defaults, the last one (in name order) wins.
-func MergeLimitRanges(ranges []*corev1.LimitRange) LimitRanges {
+func Merge(ranges []*corev1.LimitRange) Merged {
 	sorted := make([]*corev1.LimitRange, 0, len(ranges))
 	for _, lr := range ranges {
 		if lr != nil {
@@ -46,7 +46,7 @@ func MergeLimitRanges(ranges []*corev1.LimitRange) LimitRanges {
 		}
 	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
-	out := LimitRanges{
+	out := Merged{
 		Container: mergeItems(sorted, corev1.LimitTypeContainer),
 		Pod:       mergeItems(sorted, corev1.LimitTypePod),
 	}

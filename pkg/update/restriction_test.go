@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package restriction
+package update
 
 import (
 	"errors"
@@ -127,8 +127,8 @@ func TestEvictionTolerance(t *testing.T) {
 				minReplicas = 1
 			}
 			pods := mkPods(kind, "rs", tc.live, tc.opts)
-			r := New(Options{
-				Config:  Config{MinReplicas: minReplicas, EvictionTolerance: tc.tolerance},
+			r := NewRestrictions(RestrictionOptions{
+				Config:  RestrictionConfig{MinReplicas: minReplicas, EvictionTolerance: tc.tolerance},
 				VPA:     vpaWith(vpav1.UpdateModeRecreate, tc.vpaMin),
 				Counter: counter, Now: now,
 			}, pods)
@@ -151,12 +151,12 @@ func TestPodsWithoutController(t *testing.T) {
 	yes := true
 	owned := mkPods("ReplicaSet", "rs", 1, nil)[0]
 	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Deployment", Name: "d", Controller: &yes}}
-	r := New(Options{Config: Config{MinReplicas: 1, EvictionTolerance: 1}, Counter: fixedCounter{"rs": 1, "d": 1}, Now: now}, []*corev1.Pod{pod, owned})
+	r := NewRestrictions(RestrictionOptions{Config: RestrictionConfig{MinReplicas: 1, EvictionTolerance: 1}, Counter: fixedCounter{"rs": 1, "d": 1}, Now: now}, []*corev1.Pod{pod, owned})
 	for _, p := range []*corev1.Pod{pod, owned} {
 		if r.CanEvict(p) {
 			t.Errorf("%s: CanEvict = true for a pod without a well-known controller", p.Name)
 		}
-		if got := r.CanInPlaceUpdate(p, vpav1.UpdateModeInPlaceOrRecreate, true, false); got != Deferred {
+		if got := r.CanInPlaceUpdate(p, vpav1.UpdateModeInPlaceOrRecreate, true, false); got != InPlaceDeferred {
 			t.Errorf("%s: CanInPlaceUpdate = %s, want Deferred", p.Name, got)
 		}
 	}
@@ -184,8 +184,8 @@ func TestResizingPodEviction(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			pods := mkPods("ReplicaSet", "rs", 2, map[int][]podOpt{0: tc.opts})
-			r := New(Options{
-				Config: Config{MinReplicas: 1, EvictionTolerance: 0.5}, VPA: vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil),
+			r := NewRestrictions(RestrictionOptions{
+				Config: RestrictionConfig{MinReplicas: 1, EvictionTolerance: 0.5}, VPA: vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil),
 				Counter: fixedCounter{"rs": 2}, Now: now,
 				ResizeStarted: func(*corev1.Pod) (time.Time, bool) {
 					return now.Add(-tc.startedAt), tc.startedAt != 0
@@ -197,9 +197,9 @@ func TestResizingPodEviction(t *testing.T) {
 			if got := r.CanEvict(pods[0]); got != tc.want {
 				t.Errorf("CanEvict = %v, want %v", got, tc.want)
 			}
-			wantInPlace := Deferred
+			wantInPlace := InPlaceDeferred
 			if tc.want {
-				wantInPlace = Evict
+				wantInPlace = InPlaceEvict
 			}
 			if got := r.CanInPlaceUpdate(pods[0], vpav1.UpdateModeInPlaceOrRecreate, true, false); got != wantInPlace {
 				t.Errorf("CanInPlaceUpdate(InPlaceOrRecreate) = %s, want %s", got, wantInPlace)
@@ -224,37 +224,37 @@ func TestCanInPlaceUpdate(t *testing.T) {
 		preDisrupted     bool
 		want             InPlaceDecision
 	}{
-		"approved":                      {mode: vpav1.UpdateModeInPlaceOrRecreate, want: Approved},
-		"pending pod is deferred":       {mode: vpav1.UpdateModeInPlaceOrRecreate, opts: []podOpt{pending}, want: Deferred},
-		"no recommendation is deferred": {mode: vpav1.UpdateModeInPlace, noRecommendation: true, want: Deferred},
-		"cached infeasible in InPlace":  {mode: vpav1.UpdateModeInPlace, infeasibleCached: true, want: InfeasibleCached},
+		"approved":                      {mode: vpav1.UpdateModeInPlaceOrRecreate, want: InPlaceApproved},
+		"pending pod is deferred":       {mode: vpav1.UpdateModeInPlaceOrRecreate, opts: []podOpt{pending}, want: InPlaceDeferred},
+		"no recommendation is deferred": {mode: vpav1.UpdateModeInPlace, noRecommendation: true, want: InPlaceDeferred},
+		"cached infeasible in InPlace":  {mode: vpav1.UpdateModeInPlace, infeasibleCached: true, want: InPlaceInfeasibleCached},
 		"cached infeasible is ignored by InPlaceOrRecreate": {
-			mode: vpav1.UpdateModeInPlaceOrRecreate, infeasibleCached: true, want: Approved,
+			mode: vpav1.UpdateModeInPlaceOrRecreate, infeasibleCached: true, want: InPlaceApproved,
 		},
 		"InPlace resize reported infeasible": {
-			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonInfeasible)}, want: Infeasible,
+			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonInfeasible)}, want: InPlaceInfeasible,
 		},
 		"InPlace resize deferred": {
-			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonDeferred)}, want: Deferred,
+			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonDeferred)}, want: InPlaceDeferred,
 		},
 		"InPlace resize in progress": {
-			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizeInProgress, "")}, want: Deferred,
+			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizeInProgress, "")}, want: InPlaceDeferred,
 		},
 		"InPlaceOrRecreate infeasible falls back to eviction": {
-			mode: vpav1.UpdateModeInPlaceOrRecreate, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonInfeasible)}, want: Evict,
+			mode: vpav1.UpdateModeInPlaceOrRecreate, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonInfeasible)}, want: InPlaceEvict,
 		},
-		"group already disrupted is deferred": {mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, want: Deferred},
+		"group already disrupted is deferred": {mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, want: InPlaceDeferred},
 		"skip budget approves even when the group is disrupted": {
-			mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, skipBudget: true, want: Approved,
+			mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, skipBudget: true, want: InPlaceApproved,
 		},
 		"skip budget does not apply with a RestartContainer policy": {
-			mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, skipBudget: true, opts: []podOpt{restartPolicy}, want: Deferred,
+			mode: vpav1.UpdateModeInPlaceOrRecreate, live: 2, preDisrupted: true, skipBudget: true, opts: []podOpt{restartPolicy}, want: InPlaceDeferred,
 		},
 		"below minReplicas with skip budget is approved": {
-			mode: vpav1.UpdateModeInPlace, live: 1, minReplicas: 2, skipBudget: true, want: Approved,
+			mode: vpav1.UpdateModeInPlace, live: 1, minReplicas: 2, skipBudget: true, want: InPlaceApproved,
 		},
 		"below minReplicas without skip budget is deferred": {
-			mode: vpav1.UpdateModeInPlace, live: 1, minReplicas: 2, want: Deferred,
+			mode: vpav1.UpdateModeInPlace, live: 1, minReplicas: 2, want: InPlaceDeferred,
 		},
 	}
 	for name, tc := range tests {
@@ -268,8 +268,8 @@ func TestCanInPlaceUpdate(t *testing.T) {
 				minReplicas = 1
 			}
 			pods := mkPods("ReplicaSet", "rs", live, map[int][]podOpt{0: tc.opts})
-			r := New(Options{
-				Config: Config{MinReplicas: minReplicas, EvictionTolerance: 0, InPlaceSkipDisruptionBudget: tc.skipBudget},
+			r := NewRestrictions(RestrictionOptions{
+				Config: RestrictionConfig{MinReplicas: minReplicas, EvictionTolerance: 0, InPlaceSkipDisruptionBudget: tc.skipBudget},
 				VPA:    vpaWith(tc.mode, nil), Counter: fixedCounter{"rs": live}, Now: now,
 			}, pods)
 			if tc.preDisrupted {
@@ -284,8 +284,8 @@ func TestCanInPlaceUpdate(t *testing.T) {
 
 func TestBelowMinReplicasBlocksEviction(t *testing.T) {
 	pods := mkPods("ReplicaSet", "rs", 1, nil)
-	r := New(Options{
-		Config: Config{MinReplicas: 2, EvictionTolerance: 0.5, InPlaceSkipDisruptionBudget: true},
+	r := NewRestrictions(RestrictionOptions{
+		Config: RestrictionConfig{MinReplicas: 2, EvictionTolerance: 0.5, InPlaceSkipDisruptionBudget: true},
 		VPA:    vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil), Counter: fixedCounter{"rs": 1}, Now: now,
 	}, pods)
 	if g := r.Group(pods[0]); g == nil || !g.BelowMinReplicas {
@@ -307,14 +307,14 @@ func TestBoostedGroupBelowMinReplicasIsKeptForUnboosting(t *testing.T) {
 	}{
 		"without a boosted pod the group is left out":  {keep: true, opts: nil},
 		"with the gate off the group is left out":      {keep: false, opts: map[int][]podOpt{0: {boosted}}},
-		"a boosted pod keeps the group for unboosting": {keep: true, opts: map[int][]podOpt{0: {boosted}}, wantGroup: true, wantUnboost: true, wantInPlace: Deferred},
+		"a boosted pod keeps the group for unboosting": {keep: true, opts: map[int][]podOpt{0: {boosted}}, wantGroup: true, wantUnboost: true, wantInPlace: InPlaceDeferred},
 		"a resizing pod is not unboosted":              {keep: true, opts: map[int][]podOpt{0: {boosted, cond(corev1.PodResizeInProgress, "")}}, wantGroup: true},
 		"a pending pod is not unboosted":               {keep: true, opts: map[int][]podOpt{0: {boosted, pending}}, wantGroup: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			pods := mkPods("ReplicaSet", "rs", 1, tc.opts)
-			r := New(Options{Config: Config{MinReplicas: 2, EvictionTolerance: 0.5}, VPA: vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil),
+			r := NewRestrictions(RestrictionOptions{Config: RestrictionConfig{MinReplicas: 2, EvictionTolerance: 0.5}, VPA: vpaWith(vpav1.UpdateModeInPlaceOrRecreate, nil),
 				Counter: fixedCounter{"rs": 1}, Now: now, KeepBoosted: tc.keep}, pods)
 			g := r.Group(pods[0])
 			if (g != nil) != tc.wantGroup {

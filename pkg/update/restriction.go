@@ -14,12 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package restriction decides which pods of a VPA may be disrupted in one
-// updater loop: minReplicas, eviction tolerance, one disruption per replica
-// group per loop when the tolerance truncates to zero, and the fallback
-// timers of resizes in progress. Rate limits and PDBs are enforced elsewhere
-// (the limiter in the updater loop, PDBs by the API server's Eviction API).
-package restriction
+package update
 
 import (
 	"fmt"
@@ -42,8 +37,8 @@ const (
 	InProgressResizeTimeout = time.Hour
 )
 
-// Config holds the updater flags restriction needs.
-type Config struct {
+// RestrictionConfig holds the updater flags the restrictions need.
+type RestrictionConfig struct {
 	// MinReplicas is --min-replicas; a VPA's minReplicas overrides it.
 	MinReplicas int
 	// EvictionTolerance is --eviction-tolerance.
@@ -91,8 +86,8 @@ func (g *GroupStats) Disruptable() bool {
 		(g.Configured == g.Running() && g.EvictionTolerance == 0 && g.Evicted == 0 && g.InPlaceInitiated == 0)
 }
 
-// Restriction tracks the replica groups of one VPA's pods during one loop.
-type Restriction struct {
+// Restrictions track the replica groups of one VPA's pods during one loop.
+type Restrictions struct {
 	now           time.Time
 	groups        map[GroupKey]*GroupStats
 	podGroup      map[types.UID]GroupKey
@@ -102,9 +97,9 @@ type Restriction struct {
 	Skipped map[GroupKey]string
 }
 
-// Options are the per-loop inputs of New besides the pods.
-type Options struct {
-	Config Config
+// RestrictionOptions are the per-loop inputs of NewRestrictions besides the pods.
+type RestrictionOptions struct {
+	Config RestrictionConfig
 	// VPA whose pods these are; its minReplicas and mode are read.
 	VPA *vpav1.VerticalPodAutoscaler
 	// Counter returns configured replicas.
@@ -123,12 +118,12 @@ type Options struct {
 // wellKnownOwners are the controller kinds pods are grouped by.
 var wellKnownOwners = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "ReplicationController": true, "DaemonSet": true, "Job": true}
 
-// New groups the live pods of one VPA by their direct controller. Pods
-// without a well-known controller, and groups with fewer live pods than the
-// required minimum (or whose replica count cannot be read), are left out:
-// they can be neither evicted nor resized.
-func New(o Options, pods []*corev1.Pod) *Restriction {
-	r := &Restriction{
+// NewRestrictions groups the live pods of one VPA by their direct
+// controller. Pods without a well-known controller, and groups with fewer
+// live pods than the required minimum (or whose replica count cannot be
+// read), are left out: they can be neither evicted nor resized.
+func NewRestrictions(o RestrictionOptions, pods []*corev1.Pod) *Restrictions {
+	r := &Restrictions{
 		now:           o.Now,
 		groups:        map[GroupKey]*GroupStats{},
 		podGroup:      map[types.UID]GroupKey{},
@@ -186,7 +181,7 @@ func New(o Options, pods []*corev1.Pod) *Restriction {
 }
 
 // Group returns the stats of the pod's group, or nil when the pod is in none.
-func (r *Restriction) Group(pod *corev1.Pod) *GroupStats {
+func (r *Restrictions) Group(pod *corev1.Pod) *GroupStats {
 	key, ok := r.podGroup[pod.UID]
 	if !ok {
 		return nil
@@ -195,10 +190,10 @@ func (r *Restriction) Group(pod *corev1.Pod) *GroupStats {
 }
 
 // Groups returns every group kept for this loop.
-func (r *Restriction) Groups() map[GroupKey]*GroupStats { return r.groups }
+func (r *Restrictions) Groups() map[GroupKey]*GroupStats { return r.groups }
 
 // CanEvict reports whether the pod may be evicted now.
-func (r *Restriction) CanEvict(pod *corev1.Pod) bool {
+func (r *Restrictions) CanEvict(pod *corev1.Pod) bool {
 	g := r.Group(pod)
 	if g == nil {
 		return false
@@ -216,7 +211,7 @@ func (r *Restriction) CanEvict(pod *corev1.Pod) bool {
 }
 
 // canEvictResizingPod applies the fallback timers of a resize in progress.
-func (r *Restriction) canEvictResizingPod(pod *corev1.Pod, g *GroupStats) bool {
+func (r *Restrictions) canEvictResizingPod(pod *corev1.Pod, g *GroupStats) bool {
 	if g.BelowMinReplicas || !g.Disruptable() {
 		return false
 	}
@@ -248,59 +243,59 @@ func (r *Restriction) canEvictResizingPod(pod *corev1.Pod, g *GroupStats) bool {
 type InPlaceDecision string
 
 const (
-	// Approved: resize now.
-	Approved InPlaceDecision = "Approved"
-	// Deferred: not now; try again in a later loop.
-	Deferred InPlaceDecision = "Deferred"
-	// Infeasible: the running resize is infeasible (InPlace mode).
-	Infeasible InPlaceDecision = "Infeasible"
-	// InfeasibleCached: an earlier attempt was infeasible and the
+	// InPlaceApproved: resize now.
+	InPlaceApproved InPlaceDecision = "Approved"
+	// InPlaceDeferred: not now; try again in a later loop.
+	InPlaceDeferred InPlaceDecision = "Deferred"
+	// InPlaceInfeasible: the running resize is infeasible (InPlace mode).
+	InPlaceInfeasible InPlaceDecision = "Infeasible"
+	// InPlaceInfeasibleCached: an earlier attempt was infeasible and the
 	// recommendation is not lower than it (InPlace mode); skip.
-	InfeasibleCached InPlaceDecision = "InfeasibleCached"
-	// Evict: give up on the resize and evict (InPlaceOrRecreate).
-	Evict InPlaceDecision = "Evict"
+	InPlaceInfeasibleCached InPlaceDecision = "InfeasibleCached"
+	// InPlaceEvict: give up on the resize and evict (InPlaceOrRecreate).
+	InPlaceEvict InPlaceDecision = "Evict"
 )
 
 // CanInPlaceUpdate decides whether the pod may be resized in place now.
 // hasRecommendation says whether the VPA has a recommendation;
 // infeasibleCached whether an earlier infeasible attempt rules out the
 // current recommendation.
-func (r *Restriction) CanInPlaceUpdate(pod *corev1.Pod, mode vpav1.UpdateMode, hasRecommendation, infeasibleCached bool) InPlaceDecision {
+func (r *Restrictions) CanInPlaceUpdate(pod *corev1.Pod, mode vpav1.UpdateMode, hasRecommendation, infeasibleCached bool) InPlaceDecision {
 	g := r.Group(pod)
 	switch {
 	case g == nil, pod.Status.Phase == corev1.PodPending, !hasRecommendation:
-		return Deferred
+		return InPlaceDeferred
 	case mode == vpav1.UpdateModeInPlace && infeasibleCached:
-		return InfeasibleCached
+		return InPlaceInfeasibleCached
 	}
 	if Resizing(pod) {
 		if mode == vpav1.UpdateModeInPlace {
 			if c := condition(pod, corev1.PodResizePending); c != nil && c.Reason == corev1.PodReasonInfeasible {
-				return Infeasible
+				return InPlaceInfeasible
 			}
-			return Deferred
+			return InPlaceDeferred
 		}
 		if r.canEvictResizingPod(pod, g) {
-			return Evict
+			return InPlaceEvict
 		}
-		return Deferred
+		return InPlaceDeferred
 	}
 	if r.skipBudget && !restartsOnResize(pod) {
-		return Approved
+		return InPlaceApproved
 	}
 	if g.BelowMinReplicas {
-		return Deferred
+		return InPlaceDeferred
 	}
 	if g.Disruptable() {
-		return Approved
+		return InPlaceApproved
 	}
-	return Deferred
+	return InPlaceDeferred
 }
 
 // CanUnboost reports whether the pod's startup boost may be ended in place
 // now: it is not pending, not resizing, and its group may lose one more pod
 // to a disruption.
-func (r *Restriction) CanUnboost(pod *corev1.Pod) bool {
+func (r *Restrictions) CanUnboost(pod *corev1.Pod) bool {
 	g := r.Group(pod)
 	if g == nil || pod.Status.Phase == corev1.PodPending || Resizing(pod) {
 		return false
@@ -319,7 +314,7 @@ func anyBoosted(pods []*corev1.Pod) bool {
 
 // RecordEviction counts an eviction in the pod's group. A pending pod was
 // not running, so its eviction takes nothing away from the group.
-func (r *Restriction) RecordEviction(pod *corev1.Pod) {
+func (r *Restrictions) RecordEviction(pod *corev1.Pod) {
 	if pod.Status.Phase == corev1.PodPending {
 		return
 	}
@@ -329,7 +324,7 @@ func (r *Restriction) RecordEviction(pod *corev1.Pod) {
 }
 
 // RecordInPlaceUpdate counts a started resize in the pod's group.
-func (r *Restriction) RecordInPlaceUpdate(pod *corev1.Pod) {
+func (r *Restrictions) RecordInPlaceUpdate(pod *corev1.Pod) {
 	if g := r.Group(pod); g != nil {
 		g.InPlaceInitiated++
 	}

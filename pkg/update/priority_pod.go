@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package priority
+package update
 
 import (
 	"time"
@@ -24,9 +24,9 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
 
-// ConfigForVPA returns cfg with the VPA's evictAfterOOMSeconds applied when
-// per-VPA configuration is enabled.
-func ConfigForVPA(cfg Config, vpa *vpav1.VerticalPodAutoscaler, perVPAConfig bool) Config {
+// ThresholdsForVPA returns cfg with the VPA's evictAfterOOMSeconds applied
+// when per-VPA configuration is enabled.
+func ThresholdsForVPA(cfg Thresholds, vpa *vpav1.VerticalPodAutoscaler, perVPAConfig bool) Thresholds {
 	if perVPAConfig && vpa != nil && vpa.Spec.UpdatePolicy != nil && vpa.Spec.UpdatePolicy.EvictAfterOOMSeconds != nil {
 		cfg.EvictAfterOOMThreshold = time.Duration(*vpa.Spec.UpdatePolicy.EvictAfterOOMSeconds) * time.Second
 	}
@@ -71,8 +71,8 @@ func PodInputFor(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vp
 	return in
 }
 
-// Evaluate applies the rule to a pod; see PodInputFor for the arguments.
-func Evaluate(cfg Config, pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, observed []string, now time.Time) Decision {
+// DecidePod applies the rule to a pod; see PodInputFor for the arguments.
+func DecidePod(cfg Thresholds, pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, observed []string, now time.Time) Decision {
 	return Decide(cfg, PodInputFor(pod, rec, policy, observed, now))
 }
 

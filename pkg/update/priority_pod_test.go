@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package priority
+package update
 
 import (
 	"testing"
@@ -22,11 +22,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
 
-func TestEvaluatePod(t *testing.T) {
+func TestDecidePod(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	rec := &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
 		{ContainerName: "app", LowerBound: rl("150m", ""), Target: rl("200m", ""), UpperBound: rl("300m", "")},
@@ -75,7 +76,7 @@ func TestEvaluatePod(t *testing.T) {
 			policy: &vpav1.PodResourcePolicy{ContainerPolicies: []vpav1.ContainerResourcePolicy{{ContainerName: "app", Mode: &off}}},
 		},
 		"per-VPA OOM threshold": {
-			pod: pod("180m", "200m", oom(20*time.Minute)), perVPA: ptr(int32(3600)), want: ReasonQuickOOM, update: true,
+			pod: pod("180m", "200m", oom(20*time.Minute)), perVPA: ptr.To(int32(3600)), want: ReasonQuickOOM, update: true,
 		},
 		"status resources win over the spec": {
 			pod: pod("200m", "200m", func(p *corev1.Pod) {
@@ -89,23 +90,21 @@ func TestEvaluatePod(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			vpa := &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{EvictAfterOOMSeconds: tc.perVPA}}}
-			cfg := ConfigForVPA(DefaultConfig(), vpa, true)
-			got := Evaluate(cfg, tc.pod, rec, tc.policy, tc.observed, now)
+			cfg := ThresholdsForVPA(DefaultThresholds(), vpa, true)
+			got := DecidePod(cfg, tc.pod, rec, tc.policy, tc.observed, now)
 			if got.Reason != tc.want || got.Update != tc.update {
-				t.Errorf("Evaluate() = %+v, want reason %s update %v", got, tc.want, tc.update)
+				t.Errorf("DecidePod() = %+v, want reason %s update %v", got, tc.want, tc.update)
 			}
 		})
 	}
 }
 
-func TestConfigForVPAGate(t *testing.T) {
-	vpa := &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{EvictAfterOOMSeconds: ptr(int32(60))}}}
-	if got := ConfigForVPA(DefaultConfig(), vpa, false).EvictAfterOOMThreshold; got != 10*time.Minute {
+func TestThresholdsForVPAGate(t *testing.T) {
+	vpa := &vpav1.VerticalPodAutoscaler{Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{EvictAfterOOMSeconds: ptr.To(int32(60))}}}
+	if got := ThresholdsForVPA(DefaultThresholds(), vpa, false).EvictAfterOOMThreshold; got != 10*time.Minute {
 		t.Errorf("gate off: threshold %v, want 10m", got)
 	}
-	if got := ConfigForVPA(DefaultConfig(), vpa, true).EvictAfterOOMThreshold; got != time.Minute {
+	if got := ThresholdsForVPA(DefaultThresholds(), vpa, true).EvictAfterOOMThreshold; got != time.Minute {
 		t.Errorf("gate on: threshold %v, want 1m", got)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package priority
+package update
 
 import (
 	"math"
@@ -24,9 +24,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Config holds the thresholds of the decision rule, named after the updater
+// Thresholds are the limits of the decision rule, named after the updater
 // flags that set them.
-type Config struct {
+type Thresholds struct {
 	// PodUpdateThreshold is --pod-update-threshold: the minimum relative
 	// change of requests for a pod whose requests are within bounds.
 	PodUpdateThreshold float64
@@ -40,9 +40,9 @@ type Config struct {
 	EvictAfterOOMThreshold time.Duration
 }
 
-// DefaultConfig returns the updater's default thresholds.
-func DefaultConfig() Config {
-	return Config{
+// DefaultThresholds returns the updater's default thresholds.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
 		PodUpdateThreshold:         0.1,
 		PodLifetimeUpdateThreshold: 12 * time.Hour,
 		EvictAfterOOMThreshold:     10 * time.Minute,
@@ -125,7 +125,7 @@ type Decision struct {
 }
 
 // Decide applies the rule to one pod.
-func Decide(cfg Config, in PodInput) Decision {
+func Decide(cfg Thresholds, in PodInput) Decision {
 	var d Decision
 	totalRequest := map[corev1.ResourceName]int64{}
 	totalTarget := map[corev1.ResourceName]int64{}
@@ -196,17 +196,17 @@ func ResourceDiff(totalRequest, totalTarget map[corev1.ResourceName]int64) float
 	return diff
 }
 
-// Less reports whether a should be updated before b: scale-ups first, then
+// Before reports whether a should be updated before b: scale-ups first, then
 // the larger relative change.
-func Less(a, b Decision) bool {
+func Before(a, b Decision) bool {
 	if a.ScaleUp != b.ScaleUp {
 		return a.ScaleUp
 	}
 	return a.ResourceDiff > b.ResourceDiff
 }
 
-// Sort orders items by the decision each carries, most urgent first; equal
-// items keep their order.
-func Sort[T any](items []T, decision func(T) Decision) {
-	sort.SliceStable(items, func(i, j int) bool { return Less(decision(items[i]), decision(items[j])) })
+// SortByPriority orders items by the decision each carries, most urgent
+// first; equal items keep their order.
+func SortByPriority[T any](items []T, decision func(T) Decision) {
+	sort.SliceStable(items, func(i, j int) bool { return Before(decision(items[i]), decision(items[j])) })
 }

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package status
+package target
 
 import "testing"
 
@@ -27,6 +27,12 @@ func TestOverlapMessage(t *testing.T) {
 		"no overlap": {self: "a"},
 		"none applies": {self: "a", others: []string{"b"}, chosen: []string{""},
 			want: "Pods of this VPA are also matched by VPA b; the admission controller applies none of them (each is in mode Off or does not target the pods' controller)"},
+		"no choice recorded": {self: "a", others: []string{"b"},
+			want: "Pods of this VPA are also matched by VPA b; the admission controller applies none of them (each is in mode Off or does not target the pods' controller)"},
+		"this VPA applies": {self: "a", others: []string{"b"}, chosen: []string{"a"},
+			want: "Pods of this VPA are also matched by VPA b; the admission controller applies this VPA (a) to them"},
+		"the other VPA applies": {self: "twin-b", others: []string{"twin-a"}, chosen: []string{"twin-a"},
+			want: "Pods of this VPA are also matched by VPA twin-a; the admission controller applies VPA twin-a to them"},
 		"two others, sorted": {self: "a", others: []string{"c", "b"}, chosen: []string{"c"},
 			want: "Pods of this VPA are also matched by VPAs b, c; the admission controller applies VPA c to them"},
 		"depends on the pod": {self: "a", others: []string{"b"}, chosen: []string{"b", "a", ""},

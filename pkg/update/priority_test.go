@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package priority
+package update
 
 import (
 	"testing"
@@ -39,7 +39,7 @@ func TestDecide(t *testing.T) {
 	young := dur(time.Hour)
 	tests := map[string]struct {
 		in   PodInput
-		cfg  *Config
+		cfg  *Thresholds
 		want Decision
 	}{
 		// §3.3 row 3: request below lowerBound is outside the range, even for a young pod.
@@ -110,7 +110,7 @@ func TestDecide(t *testing.T) {
 			want: Decision{Update: true, Reason: ReasonLongLivedDrift, ResourceDiff: 0.1},
 		},
 		"custom thresholds": {
-			cfg:  &Config{PodUpdateThreshold: 0.5, PodLifetimeUpdateThreshold: time.Minute, EvictAfterOOMThreshold: time.Minute},
+			cfg:  &Thresholds{PodUpdateThreshold: 0.5, PodLifetimeUpdateThreshold: time.Minute, EvictAfterOOMThreshold: time.Minute},
 			in:   PodInput{Age: dur(2 * time.Minute), Containers: []ContainerInput{ctr(rl("1000m", ""), rl("500m", ""), rl("1400m", ""), rl("2", ""))}},
 			want: Decision{Reason: ReasonBelowThreshold, ScaleUp: true, ResourceDiff: 0.4},
 		},
@@ -162,7 +162,7 @@ func TestDecide(t *testing.T) {
 			want: Decision{Reason: ReasonNoChange, QuickOOM: true, OutsideRecommendedRange: true},
 		},
 		"per-VPA OOM threshold": {
-			cfg: &Config{PodUpdateThreshold: 0.1, PodLifetimeUpdateThreshold: 12 * time.Hour, EvictAfterOOMThreshold: 30 * time.Minute},
+			cfg: &Thresholds{PodUpdateThreshold: 0.1, PodLifetimeUpdateThreshold: 12 * time.Hour, EvictAfterOOMThreshold: 30 * time.Minute},
 			in: PodInput{Age: young, Containers: []ContainerInput{func() ContainerInput {
 				c := ctr(rl("", "100Mi"), rl("", "50Mi"), rl("", "120Mi"), rl("", "200Mi"))
 				c.OOMKilledAfter = dur(20 * time.Minute)
@@ -177,7 +177,7 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			cfg := DefaultConfig()
+			cfg := DefaultThresholds()
 			if tc.cfg != nil {
 				cfg = *tc.cfg
 			}
@@ -222,7 +222,7 @@ func TestSortOrder(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			Sort(tc.in, func(p pod) Decision { return p.d })
+			SortByPriority(tc.in, func(p pod) Decision { return p.d })
 			var got []string
 			for _, p := range tc.in {
 				got = append(got, p.name)
