@@ -113,20 +113,24 @@ func (l *Logging) Apply(ctx context.Context, name string) (context.Context, erro
 	if err := logsapi.ValidateAndApply(l.Config, nil); err != nil {
 		return ctx, err
 	}
+	logger := klog.Background().WithName(name)
 	if l.structured() {
 		// The standard library's log package (net/http's server errors)
-		// writes through klog too, so that every line is a log entry.
-		log.SetOutput(stdlogWriter{})
+		// writes through the logger too, so that every line is a log entry.
+		// Depth: Write, the log package's output and its Printf.
+		log.SetOutput(stdlogWriter{logger: logger.WithCallDepth(3)})
 		log.SetFlags(0)
 	}
-	return klog.NewContext(ctx, klog.Background().WithName(name)), nil
+	return klog.NewContext(ctx, logger), nil
 }
 
-// stdlogWriter writes the standard library's log lines as klog entries.
-type stdlogWriter struct{}
+// stdlogWriter writes the standard library's log lines as log entries.
+type stdlogWriter struct {
+	logger klog.Logger
+}
 
-func (stdlogWriter) Write(p []byte) (int, error) {
-	klog.InfoDepth(3, strings.TrimSuffix(string(p), "\n"))
+func (w stdlogWriter) Write(p []byte) (int, error) {
+	w.logger.Info(strings.TrimSuffix(string(p), "\n"))
 	return len(p), nil
 }
 
