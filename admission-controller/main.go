@@ -19,7 +19,6 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/openvpa/openvpa/admission-controller/app"
@@ -27,10 +26,5 @@ import (
 )
 
 func main() {
-	ctx := signals.Context()
-	err := app.Main(ctx, os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "vpa-admission-controller:", err)
-		os.Exit(1)
-	}
+	os.Exit(app.NewCommand().Execute(signals.Context(), os.Args[1:], os.Stderr))
 }

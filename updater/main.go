@@ -19,7 +19,6 @@ limitations under the License.
 package main
 
 import (
-	"fmt"
 	"os"
 
 	"github.com/openvpa/openvpa/pkg/signals"
@@ -27,9 +26,5 @@ import (
 )
 
 func main() {
-	ctx := signals.Context()
-	if err := app.NewCommand().Execute(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "vpa-updater:", err)
-		os.Exit(1)
-	}
+	os.Exit(app.NewCommand().Execute(signals.Context(), os.Args[1:], os.Stderr))
 }

@@ -14,9 +14,9 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package app wires the admission controller: flags, clients, informers, the
+// Package app wires the admission controller: clients, informers, the
 // HTTPS webhook server, webhook registration, the status Lease and the
-// metrics and health server.
+// metrics and health server, run by pkg/component's runtime.
 package app
 
 import (
@@ -30,11 +30,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/spf13/pflag"
+	"golang.org/x/sync/errgroup"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -44,6 +44,7 @@ import (
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
@@ -56,36 +57,12 @@ import (
 	"github.com/openvpa/openvpa/pkg/target"
 )
 
-// Main parses args and runs the admission controller until ctx ends.
-func Main(ctx context.Context, args []string) error {
-	o := options.NewOptions()
-	fs := pflag.NewFlagSet("vpa-admission-controller", pflag.ContinueOnError)
-	sections := o.FlagSections()
-	sections.AddTo(fs)
-	fs.Usage = func() { sections.Usage(fs.Output(), "Usage: vpa-admission-controller [flags]") }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if errs := o.Validate(); len(errs) > 0 {
-		return errors.Join(errs...)
-	}
-	ctx, err := o.Logging.Apply(ctx, "vpa-admission-controller")
-	if err != nil {
-		return err
-	}
-	err = Run(ctx, o)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		// Stopped (SIGTERM) while starting, e.g. waiting for the caches: a
-		// graceful stop, not a failure.
-		return nil
-	}
-	return err
+// Name is the admission controller's binary and logger name.
+const Name = "vpa-admission-controller"
+
+// NewCommand returns the admission controller's command line.
+func NewCommand() *component.Command[options.Config] {
+	return &component.Command[options.Config]{Name: Name, Usage: "Usage: vpa-admission-controller [flags]", Options: options.NewOptions(), Run: Run}
 }
 
 // limitRanges adapts a reader of the LimitRange cache to pod.LimitRangeReader.
@@ -112,11 +89,12 @@ func vpasIn(idx cache.Indexer) func(namespace string) []*vpav1.VerticalPodAutosc
 	}
 }
 
-// Run runs the admission controller with validated options.
-func Run(ctx context.Context, o *options.Options) error {
+// Run runs the admission controller until ctx ends. It elects no leader:
+// every replica serves the webhook, registers it and renews the status
+// Lease.
+func Run(ctx context.Context, c options.Config) error {
+	o := c.Options
 	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 
 	if o.SelfSignedCertDir != "" {
 		hosts := []string{"127.0.0.1", "localhost", o.WebhookService + "." + o.Namespace + ".svc"}
@@ -140,10 +118,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		return err
 	}
 
-	restConfig, err := o.Kube.RESTConfig()
-	if err != nil {
-		return err
-	}
+	restConfig := c.REST
 	clients, err := kubeclient.NewClients(restConfig)
 	if err != nil {
 		return err
@@ -171,12 +146,8 @@ func Run(ctx context.Context, o *options.Options) error {
 	defer stopEvents()
 	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
 	if o.Gates.Enabled(features.CPUStartupBoost) {
-		maxBoost, err := o.MaxCPUBoost()
-		if err != nil {
-			return err
-		}
 		finder.WithStartupBoost()
-		handler.WithStartupBoost(maxBoost)
+		handler.WithStartupBoost(c.MaxCPUBoost)
 	}
 	if o.Gates.Enabled(features.NativeSidecar) {
 		handler.WithNativeSidecars()
@@ -191,79 +162,6 @@ func Run(ctx context.Context, o *options.Options) error {
 	})
 	server := webhook.NewServer(handler, validator, metrics, nil)
 
-	var synced atomic.Bool
-	health := healthserver.Options{
-		Address:   o.Address,
-		Registry:  registry,
-		Profiling: o.Profiling,
-		Readiness: []healthserver.Check{
-			{Name: "certificates", Func: certs.Loaded},
-			{Name: "informers", Func: func() error {
-				if !synced.Load() {
-					return errors.New("informers not synced")
-				}
-				return nil
-			}},
-		},
-	}
-
-	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(o.Port)))
-	if err != nil {
-		return fmt.Errorf("listening on port %d: %w", o.Port, err)
-	}
-	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
-
-	errc := make(chan error, 5)
-	running := 0
-	start := func(name string, f func() error) {
-		running++
-		go func() {
-			err := f()
-			if err != nil {
-				err = fmt.Errorf("%s: %w", name, err)
-			}
-			errc <- err
-		}()
-	}
-	start("webhook server", func() error {
-		logger.Info("Serving admission webhook", "address", ln.Addr().String())
-		err := httpsServer.Serve(tls.NewListener(ln, tlsConfig))
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	})
-	start("health server", func() error { return healthserver.Serve(ctx, health) })
-
-	caches.Start(ctx)
-	hpas.Start(ctx) // not waited for: see hpa.Cache
-	if err := caches.WaitForSync(ctx); err != nil {
-		return err
-	}
-	synced.Store(true)
-	logger.Info("Informers synced")
-
-	if o.RegisterWebhook {
-		reg, err := registration(o, certs.CA())
-		if err != nil {
-			return err
-		}
-		configs, err := webhook.NewConfigurations(restConfig)
-		if err != nil {
-			return err
-		}
-		if err := webhook.Register(ctx, configs, reg); err != nil {
-			return err
-		}
-		if o.ReloadCert {
-			certs.OnCAChange = func(ctx context.Context, ca []byte) error {
-				return webhook.PatchCABundle(ctx, configs, o.WebhookConfigName, ca)
-			}
-		}
-	}
-	if o.ReloadCert {
-		start("certificate watcher", func() error { return certs.Watch(ctx) })
-	}
 	holder, _ := os.Hostname()
 	leaseClient, err := leases.New(restConfig)
 	if err != nil {
@@ -272,31 +170,106 @@ func Run(ctx context.Context, o *options.Options) error {
 	lease := status.NewWriter(leaseClient, status.WriterConfig{
 		Namespace: o.LeaseNamespace(), Name: o.StatusLeaseName, Holder: holder, Interval: o.StatusLeaseUpdateInterval,
 	}, clock.RealClock{})
-	start("status lease", func() error { return lease.Run(ctx) })
 
-	var firstErr error
-	select {
-	case <-ctx.Done():
-	case firstErr = <-errc:
-		running--
+	ln, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(o.Port)))
+	if err != nil {
+		return fmt.Errorf("listening on port %d: %w", o.Port, err)
 	}
-	cancel()
-	shutdownCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer stop()
-	_ = httpsServer.Shutdown(shutdownCtx)
-	for ; running > 0; running-- {
-		if err := <-errc; err != nil && firstErr == nil {
-			firstErr = err
-		}
+	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
+
+	rt := &component.Runtime{
+		Health: healthserver.Options{
+			Address:   o.Address,
+			Registry:  registry,
+			Profiling: o.Profiling,
+			Readiness: []healthserver.Check{{Name: "certificates", Func: certs.Loaded}},
+		},
+		Servers: []component.Server{{Name: "webhook server", Serve: func(ctx context.Context) error {
+			logger.Info("Serving admission webhook", "address", ln.Addr().String())
+			return serveHTTPS(ctx, httpsServer, tls.NewListener(ln, tlsConfig))
+		}}},
+		Informers: admissionCaches{set: &caches, hpas: hpas},
+		Work: func(ctx context.Context) error {
+			if o.RegisterWebhook {
+				if err := register(ctx, c, restConfig, certs); err != nil {
+					return err
+				}
+			}
+			g, ctx := errgroup.WithContext(ctx)
+			if o.ReloadCert {
+				g.Go(func() error { return prefix("certificate watcher", certs.Watch(ctx)) })
+			}
+			g.Go(func() error { return prefix("status lease", lease.Run(ctx)) })
+			return g.Wait()
+		},
 	}
-	return firstErr
+	return rt.Run(ctx)
 }
 
-func registration(o *options.Options, ca []byte) (webhook.Registration, error) {
-	lbls, err := o.Labels()
-	if err != nil {
-		return webhook.Registration{}, err
+// admissionCaches are the admission controller's informers. The HPA cache
+// starts with them and is not waited for (see hpa.Cache).
+type admissionCaches struct {
+	set  *informers.Set
+	hpas *hpa.Cache
+}
+
+func (c admissionCaches) Start(ctx context.Context) {
+	c.set.Start(ctx)
+	c.hpas.Start(ctx)
+}
+
+func (c admissionCaches) WaitForSync(ctx context.Context) error { return c.set.WaitForSync(ctx) }
+
+// httpsDrainTimeout bounds how long the webhook server drains on shutdown.
+const httpsDrainTimeout = 5 * time.Second
+
+// serveHTTPS serves on ln until ctx ends, then drains.
+func serveHTTPS(ctx context.Context, srv *http.Server, ln net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
 	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), httpsDrainTimeout)
+	defer cancel()
+	_ = srv.Shutdown(shutdownCtx)
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// register creates or updates the webhook configuration and, with
+// --reload-cert, patches its CA bundle when the CA changes.
+func register(ctx context.Context, c options.Config, restConfig *rest.Config, certs *webhook.CertWatcher) error {
+	o := c.Options
+	configs, err := webhook.NewConfigurations(restConfig)
+	if err != nil {
+		return err
+	}
+	if err := webhook.Register(ctx, configs, registration(c, certs.CA())); err != nil {
+		return err
+	}
+	if o.ReloadCert {
+		certs.OnCAChange = func(ctx context.Context, ca []byte) error {
+			return webhook.PatchCABundle(ctx, configs, o.WebhookConfigName, ca)
+		}
+	}
+	return nil
+}
+
+// prefix names the part of the admission controller an error comes from.
+func prefix(name string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+func registration(c options.Config, ca []byte) webhook.Registration {
+	o := c.Options
 	reg := webhook.Registration{
 		ConfigName:       o.WebhookConfigName,
 		ServiceNamespace: o.Namespace,
@@ -304,7 +277,7 @@ func registration(o *options.Options, ca []byte) (webhook.Registration, error) {
 		CABundle:         ca,
 		TimeoutSeconds:   int32(o.WebhookTimeoutSeconds),
 		FailurePolicy:    admissionregistrationv1.Ignore,
-		Labels:           lbls,
+		Labels:           c.WebhookLabels,
 		OnlyNamespace:    o.Namespaces.Namespace,
 	}
 	if o.WebhookFailurePolicyFail {
@@ -323,5 +296,5 @@ func registration(o *options.Options, ca []byte) (webhook.Registration, error) {
 		}
 	}
 	reg.ExcludedNamespaces = excluded
-	return reg, nil
+	return reg
 }

@@ -41,7 +41,7 @@ type component struct {
 func main() {
 	components := []component{
 		{binary: "vpa-recommender", addFlags: recommenderoptions.NewOptions().AddFlags},
-		{binary: "vpa-updater", addFlags: updateroptions.New().AddFlags},
+		{binary: "vpa-updater", addFlags: updateroptions.NewOptions().AddFlags},
 		{binary: "vpa-admission-controller", addFlags: admissionoptions.NewOptions().AddFlags},
 	}
 	if err := write(os.Stdout, components); err != nil {

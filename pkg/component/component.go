@@ -14,10 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package component holds what the three OpenVPA binaries share on the
-// command line: the logging options (component-base's --logging-format,
-// -v and --vmodule, beside upstream VPA's klog flags) and the named flag
-// sections --help prints.
+// Package component is what the three OpenVPA binaries share: the command
+// line (Command: flags in named sections, logging options, validation, the
+// error a binary exits on) and the runtime (Runtime: informers, servers,
+// readiness, leader-only work and the order they stop in).
 package component
 
 import (
@@ -25,6 +25,8 @@ import (
 	goflag "flag"
 	"fmt"
 	"io"
+	"log"
+	"strings"
 
 	"github.com/spf13/pflag"
 	cliflag "k8s.io/component-base/cli/flag"
@@ -99,19 +101,52 @@ func (l *Logging) Validate() []error {
 	return errs
 }
 
+// structured reports whether the format is not klog's text format, so that
+// every line is a log entry (json).
+func (l *Logging) structured() bool {
+	return l.Config.Format != "" && l.Config.Format != logsapi.DefaultLogFormat
+}
+
 // Apply sets up logging as configured and returns ctx with a logger named
 // after the component. Call it once, before anything logs.
 func (l *Logging) Apply(ctx context.Context, name string) (context.Context, error) {
 	if err := logsapi.ValidateAndApply(l.Config, nil); err != nil {
 		return ctx, err
 	}
-	return klog.NewContext(ctx, klog.Background().WithName(name)), nil
+	logger := klog.Background().WithName(name)
+	if l.structured() {
+		// The standard library's log package (net/http's server errors)
+		// writes through the logger too, so that every line is a log entry.
+		// Depth: Write, the log package's output and its Printf.
+		log.SetOutput(stdlogWriter{logger: logger.WithCallDepth(3)})
+		log.SetFlags(0)
+	}
+	return klog.NewContext(ctx, logger), nil
+}
+
+// stdlogWriter writes the standard library's log lines as log entries.
+type stdlogWriter struct {
+	logger klog.Logger
+}
+
+func (w stdlogWriter) Write(p []byte) (int, error) {
+	w.logger.Info(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
 
 // Sections are a component's flags in named sections, in the order --help
 // prints them.
 type Sections struct {
 	cliflag.NamedFlagSets
+	// logging is the section added by AddLogging, which Command applies.
+	logging *Logging
+}
+
+// AddLogging adds the "logging" section: l's flags, which Command applies
+// before it reports anything.
+func (s *Sections) AddLogging(l *Logging) {
+	s.logging = l
+	l.AddFlags(s.FlagSet("logging"))
 }
 
 // AddTo adds every section's flags to fs, the one flag set parsed.

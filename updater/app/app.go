@@ -14,17 +14,15 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package app wires the updater: flags, clients, informers, leader election,
-// the metrics and health server, and the loop.
+// Package app wires the updater: clients, informers, the loop, leader
+// election and the metrics and health server, run by pkg/component's
+// runtime.
 package app
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -35,12 +33,12 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpalisters "github.com/openvpa/openvpa/apis/generated/listers/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
-	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -51,51 +49,18 @@ import (
 	"github.com/openvpa/openvpa/updater/loop"
 )
 
-// Command is the updater command line.
-type Command struct {
-	Flags   *pflag.FlagSet
-	Options *options.Options
+// Name is the updater's binary and logger name.
+const Name = "vpa-updater"
+
+// NewCommand returns the updater's command line.
+func NewCommand() *component.Command[options.Config] {
+	return &component.Command[options.Config]{Name: Name, Usage: "Usage: vpa-updater [flags]", Options: options.NewOptions(), Run: Run}
 }
 
-// NewCommand returns the command with its flags registered.
-func NewCommand() *Command {
-	o := options.New()
-	fs := pflag.NewFlagSet("vpa-updater", pflag.ContinueOnError)
-	sections := o.FlagSections()
-	sections.AddTo(fs)
-	fs.Usage = func() { sections.Usage(fs.Output(), "Usage: vpa-updater [flags]") }
-	return &Command{Flags: fs, Options: o}
-}
-
-// Execute parses args, validates them and runs the updater until ctx ends.
-func (c *Command) Execute(ctx context.Context, args []string) error {
-	if err := c.Flags.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	if c.Flags.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", c.Flags.Arg(0))
-	}
-	if err := c.Options.Validate(); err != nil {
-		return err
-	}
-	ctx, err := c.Options.Logging.Apply(ctx, "vpa-updater")
-	if err != nil {
-		return err
-	}
-	return Run(ctx, c.Options)
-}
-
-// Run runs the updater with the given options until ctx ends or leadership
-// is lost.
-func Run(ctx context.Context, o *options.Options) error {
+// Run runs the updater until ctx ends or leadership is lost.
+func Run(ctx context.Context, c options.Config) error {
+	o, restConfig := c.Options, c.REST
 	logger := klog.FromContext(ctx)
-	restConfig, err := o.Kube.RESTConfig()
-	if err != nil {
-		return err
-	}
 	clients, err := kubeclient.NewClients(restConfig)
 	if err != nil {
 		return err
@@ -133,15 +98,6 @@ func Run(ctx context.Context, o *options.Options) error {
 	reg := healthserver.NewRegistry()
 	metrics := loop.NewMetrics(reg)
 	loopHealth := healthserver.NewLoopHealth(clk, o.UpdaterInterval)
-	synced := make(chan struct{})
-	ready := func() error {
-		select {
-		case <-synced:
-			return nil
-		default:
-			return errors.New("informer caches not synced")
-		}
-	}
 
 	updater := loop.New(loop.Config{
 		Priority: update.Thresholds{
@@ -169,7 +125,7 @@ func Run(ctx context.Context, o *options.Options) error {
 		LimitRanges: limitRanges,
 		Resolver:    resolver,
 		Counter:     update.WorkloadCounter{Workloads: workloads.Indexers},
-		Status:      status.NewReader(leaseClient, o.LeaseNamespace(), o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
+		Status:      status.NewReader(leaseClient, c.AdmissionControllerLeaseNamespace, o.AdmissionControllerLeaseName, o.AdmissionControllerLeaseTimeout, clk),
 		Evicter:     eviction.Evicter{API: evictions, Recorder: recorder},
 		Resizer:     inplace.Client{Pods: func(namespace string) inplace.PodPatcher { return clients.Pods(namespace) }},
 		Recorder:    recorder,
@@ -177,79 +133,23 @@ func Run(ctx context.Context, o *options.Options) error {
 		Clock:       clk,
 	})
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// Every replica keeps its caches warm and answers probes; only the
-	// leader runs the loop. Liveness holds the loop to its interval only
-	// while leading (a standby runs none), and checks that a leader keeps
-	// renewing its lease; readiness is the caches, never leadership.
+	// Only the leader runs the loop (component.Runtime). Liveness holds the
+	// loop to its interval only while it runs (a standby runs none).
 	loopHealth.SetActive(!o.LeaderElection.LeaderElect)
-	watchdog := leaderelection.NewWatchdog(clk, o.LeaderElection.LeaseDuration)
-	election := o.LeaderElection
-	election.Watchdog = watchdog
-	setLeader, err := leaderelection.LeaderMetric(reg, election.ResourceName)
-	if err != nil {
-		return err
-	}
-	election.OnLeading = func(leading bool) {
-		loopHealth.SetActive(leading)
-		setLeader(leading)
-	}
-	serveErr := make(chan error, 1)
-	go func() {
-		serveErr <- healthserver.Serve(ctx, healthserver.Options{
+	rt := &component.Runtime{
+		Health: healthserver.Options{
 			Address: o.Address, Registry: reg, Profiling: o.Profiling,
-			Liveness:  []healthserver.Check{{Name: "loop", Func: loopHealth.Check}, {Name: "leader-election", Func: watchdog.Check}},
-			Readiness: []healthserver.Check{{Name: "informers", Func: ready}},
-		})
-	}()
-	caches.Start(ctx)
-	syncErr := make(chan error, 1)
-	go func() {
-		if err := caches.WaitForSync(ctx); err != nil {
-			syncErr <- err
-			return
-		}
-		logger.Info("Informer caches synced")
-		close(synced)
-		syncErr <- nil
-	}()
-	runErr := make(chan error, 1)
-	go func() {
-		runErr <- leaderelection.Run(ctx, election, leaseClient, func(ctx context.Context) error {
-			select {
-			case <-synced:
-			case <-ctx.Done():
-				return nil
-			}
+			Liveness: []healthserver.Check{{Name: "loop", Func: loopHealth.Check}},
+		},
+		Informers: &caches,
+		Election:  &component.Election{Options: o.LeaderElection, Leases: leaseClient, OnLeading: loopHealth.SetActive},
+		Clock:     clk,
+		Work: func(ctx context.Context) error {
 			logger.Info("Updater started", "interval", o.UpdaterInterval, "dryRun", o.DryRun)
 			return updater.Run(ctx, o.UpdaterInterval, loopHealth.MarkLoop)
-		})
-	}()
-	for {
-		select {
-		case err := <-syncErr:
-			if err == nil {
-				syncErr = nil // synced; keep waiting for the others
-				continue
-			}
-			if ctx.Err() != nil {
-				continue // shutting down: the others report
-			}
-			cancel()
-			<-runErr
-			<-serveErr
-			return err
-		case err := <-serveErr:
-			cancel()
-			<-runErr
-			return err
-		case err := <-runErr:
-			cancel()
-			<-serveErr
-			return err
-		}
+		},
 	}
+	return rt.Run(ctx)
 }
 
 type listerFunc[T any] func() ([]T, error)

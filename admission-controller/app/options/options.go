@@ -26,6 +26,7 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/openvpa/openvpa/admission-controller/webhook"
@@ -156,8 +157,37 @@ func (o *Options) FlagSections() *component.Sections {
 	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
 	features.AddFlag(s.FlagSet("feature gates"), o.Gates)
-	o.Logging.AddFlags(s.FlagSet("logging"))
+	s.AddLogging(o.Logging)
 	return s
+}
+
+// Config is what the admission controller runs with: the validated options
+// and what they resolve to.
+type Config struct {
+	Options *Options
+	// REST is the API server's client configuration (--kubeconfig, the
+	// client's QPS and burst).
+	REST *rest.Config
+	// WebhookLabels are --webhook-labels, parsed.
+	WebhookLabels map[string]string
+	// MaxCPUBoost is --max-allowed-cpu-boost, parsed; zero for no cap.
+	MaxCPUBoost resource.Quantity
+}
+
+// Config resolves the validated options.
+func (o *Options) Config() (Config, error) {
+	c := Config{Options: o}
+	var err error
+	if c.WebhookLabels, err = o.Labels(); err != nil {
+		return c, err
+	}
+	if c.MaxCPUBoost, err = o.MaxCPUBoost(); err != nil {
+		return c, err
+	}
+	if c.REST, err = o.Kube.RESTConfig(); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // Validate reports every invalid setting.

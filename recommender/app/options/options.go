@@ -29,6 +29,7 @@ import (
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/openvpa/openvpa/pkg/component"
@@ -221,12 +222,41 @@ func (o *Options) FlagSections() *component.Sections {
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
 	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
 	features.AddFlag(s.FlagSet("feature gates"), o.Features)
-	o.Logging.AddFlags(s.FlagSet("logging"))
+	s.AddLogging(o.Logging)
 	return s
 }
 
+// Config is what the recommender runs with: the validated options and what
+// they resolve to.
+type Config struct {
+	Options *Options
+	// REST is the API server's client configuration (--kubeconfig, the
+	// client's QPS and burst).
+	REST *rest.Config
+	// History is the Prometheus history provider's configuration; nil
+	// unless --storage=prometheus.
+	History *history.Config
+}
+
+// Config resolves the validated options.
+func (o *Options) Config() (Config, error) {
+	c := Config{Options: o}
+	var err error
+	if c.REST, err = o.Kube.RESTConfig(); err != nil {
+		return c, err
+	}
+	if o.Storage == StoragePrometheus {
+		h, err := o.HistoryConfig()
+		if err != nil {
+			return c, err
+		}
+		c.History = &h
+	}
+	return c, nil
+}
+
 // Validate reports every invalid option at once.
-func (o *Options) Validate() error {
+func (o *Options) Validate() []error {
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -290,7 +320,7 @@ func (o *Options) Validate() error {
 		// Checked in every mode, as upstream does (HistoryConfig checks it too).
 		add(errors.New("--username/--password, --prometheus-bearer-token and --prometheus-bearer-token-file are mutually exclusive"))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // HistoryConfig returns the Prometheus history provider's configuration

@@ -17,6 +17,7 @@ limitations under the License.
 package options
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("--%s default = %q, want %q", name, f.DefValue, def)
 		}
 	}
-	if err := o.Validate(); err != nil {
+	if err := errors.Join(o.Validate()...); err != nil {
 		t.Errorf("defaults do not validate: %v", err)
 	}
 }
@@ -109,7 +110,7 @@ func TestValidate(t *testing.T) {
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			err := o.Validate()
+			err := errors.Join(o.Validate()...)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -137,7 +138,7 @@ func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
 		if err := fs.Parse([]string{"--estimator=" + name, "--peak-memory-margin=0.2", "--adaptive-memory-margins=0,0.25", "--adaptive-memory-horizons=48h,168h"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := o.Validate(); err != nil {
+		if err := errors.Join(o.Validate()...); err != nil {
 			t.Errorf("--estimator=%s rejected: %v", name, err)
 		}
 		if a := o.Estimators.Adaptive; len(a.MemoryMargins) != 2 || a.MemoryMargins[1] != 0.25 || len(a.MemoryHorizons) != 2 || a.MemoryHorizons[1] != 168*time.Hour {
@@ -150,7 +151,7 @@ func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
 	}
 	o := NewOptions()
 	o.Estimator = "nope"
-	if err := o.Validate(); err == nil {
+	if errs := o.Validate(); len(errs) == 0 {
 		t.Error("an unknown estimator must be rejected")
 	}
 }

@@ -19,12 +19,12 @@ limitations under the License.
 package options
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
 	"k8s.io/component-base/featuregate"
 
 	"github.com/openvpa/openvpa/pkg/component"
@@ -61,8 +61,8 @@ type Options struct {
 	AdmissionControllerLeaseTimeout time.Duration
 }
 
-// New returns the defaults.
-func New() *Options {
+// NewOptions returns the defaults.
+func NewOptions() *Options {
 	return &Options{
 		Kube:                            kubeclient.NewOptions("vpa-updater"),
 		LeaderElection:                  leaderelection.NewOptions("vpa-updater"),
@@ -110,8 +110,29 @@ func (o *Options) FlagSections() *component.Sections {
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
 	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
 	features.AddFlag(s.FlagSet("feature gates"), o.Features)
-	o.Logging.AddFlags(s.FlagSet("logging"))
+	s.AddLogging(o.Logging)
 	return s
+}
+
+// Config is what the updater runs with: the validated options and what they
+// resolve to.
+type Config struct {
+	Options *Options
+	// REST is the API server's client configuration (--kubeconfig, the
+	// client's QPS and burst).
+	REST *rest.Config
+	// AdmissionControllerLeaseNamespace is the admission controller status
+	// Lease's namespace (LeaseNamespace).
+	AdmissionControllerLeaseNamespace string
+}
+
+// Config resolves the validated options.
+func (o *Options) Config() (Config, error) {
+	cfg, err := o.Kube.RESTConfig()
+	if err != nil {
+		return Config{}, err
+	}
+	return Config{Options: o, REST: cfg, AdmissionControllerLeaseNamespace: o.LeaseNamespace()}, nil
 }
 
 // LeaseNamespace resolves the admission controller lease namespace.
@@ -125,8 +146,8 @@ func (o *Options) LeaseNamespace() string {
 	return status.DefaultNamespace
 }
 
-// Validate checks the options.
-func (o *Options) Validate() error {
+// Validate reports every invalid option at once.
+func (o *Options) Validate() []error {
 	var errs []error
 	for _, err := range []error{o.Kube.Validate(), o.Namespaces.Validate(), o.LeaderElection.Validate()} {
 		if err != nil {
@@ -146,5 +167,5 @@ func (o *Options) Validate() error {
 	check(o.PodUpdateThreshold < 0, "--pod-update-threshold must not be negative, got %v", o.PodUpdateThreshold)
 	check(o.PodLifetimeUpdateThreshold < 0 || o.EvictAfterOOMThreshold < 0, "--in-recommendation-bounds-eviction-lifetime-threshold and --evict-after-oom-threshold must not be negative")
 	check(o.AdmissionControllerLeaseTimeout <= 0, "--admission-controller-status-lease-timeout must be positive, got %v", o.AdmissionControllerLeaseTimeout)
-	return errors.Join(errs...)
+	return errs
 }

@@ -1,0 +1,74 @@
+/*
+Copyright The OpenVPA Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/openvpa/openvpa/pkg/component/componenttest"
+)
+
+func TestMain(m *testing.M) {
+	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
+}
+
+// kubeconfig is a client configuration for an API server that is never
+// reached: the admission controller fails before it connects.
+const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:1
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+users:
+- name: u
+  user:
+    token: t
+current-context: c
+`
+
+// TestStartupFailures: the error the admission controller exits on is JSON
+// with --logging-format=json, and "vpa-admission-controller: <error>" in the
+// text format.
+func TestStartupFailures(t *testing.T) {
+	dir := t.TempDir()
+	config := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(config, []byte(kubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missingCert := []string{
+		"--kubeconfig=" + config,
+		"--tls-cert-file=" + filepath.Join(dir, "missing-cert.pem"),
+		"--tls-private-key=" + filepath.Join(dir, "missing-key.pem"),
+		"--client-ca-file=" + filepath.Join(dir, "missing-ca.pem"),
+	}
+	componenttest.CheckFailures(t, Name, map[string]componenttest.Failure{
+		"json, missing certificate": {JSON: true, Args: missingCert, WantErr: "loading the serving certificate " + filepath.Join(dir, "missing-cert.pem")},
+		"json, missing kubeconfig":  {JSON: true, Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "stat /nonexistent"},
+		"json, invalid flag value":  {JSON: true, Args: []string{"--port=0", "--min-tls-version=tls1_1"}, WantErr: "--port must be in 1..65535, got 0"},
+		"text, missing certificate": {Args: missingCert, WantErr: "loading the serving certificate"},
+		"text, invalid flag value":  {Args: []string{"--webhook-timeout-seconds=31"}, WantErr: "--webhook-timeout-seconds must be in 1..30, got 31"},
+	})
+}

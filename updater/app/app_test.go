@@ -1,0 +1,40 @@
+/*
+Copyright The OpenVPA Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package app
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/openvpa/openvpa/pkg/component/componenttest"
+)
+
+func TestMain(m *testing.M) {
+	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
+}
+
+// TestStartupFailures: the error the updater exits on is JSON with
+// --logging-format=json, and "vpa-updater: <error>" in the text format.
+func TestStartupFailures(t *testing.T) {
+	componenttest.CheckFailures(t, Name, map[string]componenttest.Failure{
+		"json, missing kubeconfig": {JSON: true, Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "stat /nonexistent"},
+		"json, invalid flag value": {JSON: true, Args: []string{"--min-replicas=0", "--updater-interval=0s"}, WantErr: "--min-replicas must be at least 1, got 0"},
+		"text, missing kubeconfig": {Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "loading the API client configuration: stat /nonexistent"},
+		"text, invalid flag value": {Args: []string{"--eviction-tolerance=2"}, WantErr: "--eviction-tolerance must be within [0, 1], got 2"},
+	})
+}
