@@ -25,7 +25,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,49 +54,16 @@ import (
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/loop"
-	"github.com/openvpa/openvpa/recommender/replay"
 )
 
-// Subcommand is a recommender subcommand, e.g. "replay".
-type Subcommand struct {
-	Name  string
-	Short string
-	Run   func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-// Subcommands are dispatched by Main when the first argument names one.
-// Other packages' commands (replay, explain) are added here.
-var Subcommands = []Subcommand{
-	{Name: "replay", Short: "Replay a usage trace through the recommender and updater policy", Run: RunReplay},
-}
-
-// RunReplay is the `vpa-recommender replay` subcommand (docs/replay.md).
-func RunReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return replay.Run(ctx, args, stdout, stderr)
-}
-
-// Main runs the recommender, or the subcommand named by args[0].
+// Main runs the recommender.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) > 0 {
-		for _, sc := range Subcommands {
-			if args[0] == sc.Name {
-				return sc.Run(ctx, args[1:], stdout, stderr)
-			}
-		}
-	}
 	o := options.NewOptions()
 	fs := pflag.NewFlagSet("vpa-recommender", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sections := o.FlagSections()
 	sections.AddTo(fs)
-	fs.Usage = func() {
-		var b strings.Builder
-		b.WriteString("Usage: vpa-recommender [flags]\n       vpa-recommender <subcommand> [args]\n\nSubcommands:\n")
-		for _, sc := range Subcommands {
-			fmt.Fprintf(&b, "  %-10s %s\n", sc.Name, sc.Short)
-		}
-		sections.Usage(stderr, b.String())
-	}
+	fs.Usage = func() { sections.Usage(stderr, "Usage: vpa-recommender [flags]") }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return nil
