@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Command kubectl-vpa is a kubectl plugin (kubectl vpa explain, kubectl vpa
-// report) that explains and audits VerticalPodAutoscalers. Install it by
-// copying bin/kubectl-vpa onto PATH.
+// report, kubectl vpa replay) that explains and audits VerticalPodAutoscalers
+// and replays usage traces. Install it by copying bin/kubectl-vpa onto PATH.
 package main
 
 import (

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package app is the kubectl-vpa command line: kubectl's connection flags
 // (--kubeconfig, --context, -n, -A), the explain and report subcommands and
-// their output formats.
+// their output formats, and the replay subcommand (kubectl-vpa/replay),
+// which reads a trace file instead of a cluster.
 package app
 
 import (
@@ -37,16 +38,18 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
+	"github.com/openvpa/openvpa/kubectl-vpa/replay"
 	"github.com/openvpa/openvpa/kubectl-vpa/report"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 )
 
-const usage = `kubectl vpa explains and audits VerticalPodAutoscalers.
+const usage = `kubectl vpa explains and audits VerticalPodAutoscalers and replays usage traces.
 
 Usage:
   kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]
   kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]
+  kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]
 
 explain: why the recommendation of VPA NAME is what it is (history, percentiles, margin,
 confidence, clipping limits, OOM kills), how each pod's requests compare with it, and what
@@ -57,6 +60,10 @@ flags as the recommender runs with.
 report: every VPA in scope with requested and recommended cpu and memory, the savings or
 shortfall, and flags for low confidence, clipping, recommendations not applied, overlapping
 VPAs and HPA conflicts.
+
+replay: what a VPA would have done with a saved usage trace: replays it through the
+recommender's model, an estimator and the updater's rule, and scores the requests it would
+have set (docs/replay.md). It reads the trace file, not the cluster.
 `
 
 // Options are the command line.
@@ -180,6 +187,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	cmd := args[0]
+	if cmd == "replay" {
+		return replay.Run(ctx, args[1:], stdout, stderr)
+	}
 	if cmd != "explain" && cmd != "report" {
 		return fmt.Errorf("unknown command %q; run kubectl vpa --help", cmd)
 	}

@@ -321,4 +321,15 @@ func TestMainErrors(t *testing.T) {
 	if err := Main(context.Background(), []string{"explain", "x", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
 	}
+	// replay reads a trace, not a cluster: it needs no kubeconfig.
+	if err := Main(context.Background(), []string{"replay", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "unknown flag: --kubeconfig") {
+		t.Errorf("replay with a kubectl flag: %v", err)
+	}
+	if err := Main(context.Background(), []string{"replay"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "--trace is required") {
+		t.Errorf("replay without --trace: %v", err)
+	}
+	errOut.Reset()
+	if err := Main(context.Background(), []string{"replay", "--help"}, &out, &errOut); err != nil || !strings.Contains(errOut.String(), "Usage: kubectl vpa replay --trace FILE") {
+		t.Errorf("replay --help: %v, %q", err, errOut.String())
+	}
 }

@@ -22,9 +22,7 @@ package app
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 
 	"github.com/google/uuid"
 	"k8s.io/klog/v2"
@@ -44,56 +42,14 @@ import (
 	"github.com/openvpa/openvpa/recommender/input"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/metrics"
-	"github.com/openvpa/openvpa/recommender/replay"
 )
 
 // Name is the recommender's binary and logger name.
 const Name = "vpa-recommender"
 
-// Subcommand is a recommender subcommand, e.g. "replay".
-type Subcommand struct {
-	Name  string
-	Short string
-	Run   func(ctx context.Context, args []string, stdout, stderr io.Writer) error
-}
-
-// Subcommands are dispatched by Main when the first argument names one.
-// Other packages' commands (replay, explain) are added here.
-var Subcommands = []Subcommand{
-	{Name: "replay", Short: "Replay a usage trace through the recommender and updater policy", Run: RunReplay},
-}
-
-// RunReplay is the `vpa-recommender replay` subcommand (docs/replay.md).
-func RunReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return replay.Run(ctx, args, stdout, stderr)
-}
-
-// Main runs the recommender, or the subcommand named by args[0], and
-// returns the exit status.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		for _, sc := range Subcommands {
-			if args[0] == sc.Name {
-				defer klog.Flush()
-				if err := sc.Run(ctx, args[1:], stdout, stderr); err != nil {
-					fmt.Fprintln(stderr, Name+":", err)
-					return 1
-				}
-				return 0
-			}
-		}
-	}
-	return NewCommand().Execute(ctx, args, stderr)
-}
-
 // NewCommand returns the recommender's command line.
 func NewCommand() *component.Command[options.Config] {
-	var usage strings.Builder
-	usage.WriteString("Usage: vpa-recommender [flags]\n       vpa-recommender <subcommand> [args]\n\nSubcommands:\n")
-	for _, sc := range Subcommands {
-		fmt.Fprintf(&usage, "  %-10s %s\n", sc.Name, sc.Short)
-	}
-	return &component.Command[options.Config]{Name: Name, Usage: usage.String(), Options: options.NewOptions(), Run: Run}
+	return &component.Command[options.Config]{Name: Name, Usage: "Usage: vpa-recommender [flags]", Options: options.NewOptions(), Run: Run}
 }
 
 // Run runs the recommender until ctx is cancelled or leadership is lost.

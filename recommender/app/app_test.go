@@ -25,7 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	componenttest.Main(m, func(ctx context.Context, args []string) int { return Main(ctx, args, os.Stdout, os.Stderr) })
+	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
 }
 
 // TestStartupFailures: the error the recommender exits on is JSON with

@@ -53,3 +53,19 @@ func TestRecommenderLinksOnlyLeanClients(t *testing.T) {
 			len(found), found[:min(len(found), 5)])
 	}
 }
+
+// TestRecommenderLinksNoReplay keeps analysis out of the production binary:
+// the trace replay is kubectl vpa replay (kubectl-vpa/replay), and its
+// research rules are a tool under hack/.
+func TestRecommenderLinksNoReplay(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/openvpa/openvpa/recommender").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.Contains(pkg, "replay") || strings.HasPrefix(pkg, "github.com/openvpa/openvpa/kubectl-vpa") ||
+			strings.HasPrefix(pkg, "github.com/openvpa/openvpa/hack/") {
+			t.Errorf("the recommender links %s", pkg)
+		}
+	}
+}

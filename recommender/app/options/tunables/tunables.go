@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package tunables registers the recommender's estimator and model flags
 // (the numbers its recommendations are computed with) and checks them. The
-// recommender, its replay subcommand and kubectl-vpa's explain register the
+// recommender and kubectl-vpa's explain and replay register the
 // same flags from here, so that the same flags give the same numbers; the
 // package links nothing but pflag, the estimator and the model.
 package tunables

@@ -199,13 +199,13 @@ func TestQuantiles(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			if got := median(tc.xs); got != tc.wantMedian {
+			if got := Median(tc.xs); got != tc.wantMedian {
 				t.Errorf("median %v, want %v", got, tc.wantMedian)
 			}
 			if got := nearestRank(tc.xs, tc.q); got != tc.wantQ {
 				t.Errorf("nearestRank %v, want %v", got, tc.wantQ)
 			}
-			gq, gm := quantileMax(append([]float64(nil), tc.xs...), tc.q)
+			gq, gm := QuantileMax(append([]float64(nil), tc.xs...), tc.q)
 			if gq != tc.wantQ || gm != tc.wantM {
 				t.Errorf("quantileMax %v %v, want %v %v", gq, gm, tc.wantQ, tc.wantM)
 			}

@@ -14,6 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Package replay is `kubectl vpa replay`: it replays a usage trace through
+// the recommender's model, an estimator and the updater's rule, and scores
+// the requests they would have set (docs/replay.md). Research that builds on
+// it (hack/replay-bounds) adds its analyses through CommandOptions.Analyses.
 package replay
 
 import (
@@ -464,9 +468,9 @@ func toList(r requests) corev1.ResourceList {
 func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) []DayScore {
 	var out []DayScore
 	for _, c := range w.Containers {
-		for _, cd := range containerDays(c, t0) {
-			day, samples := cd.day, cd.samples
-			if !cd.scored {
+		for _, cd := range ContainerDays(c, t0) {
+			day, samples := cd.Day, cd.Samples
+			if !cd.Scored {
 				continue
 			}
 			ds := DayScore{Workload: w.Name, Container: c.Name, Day: day, Start: t0.Add(time.Duration(day) * Day), Samples: len(samples)}
@@ -475,8 +479,8 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 			for i, s := range samples {
 				cpu[i], mem[i] = s.CPU, s.Memory
 			}
-			ds.CPUUsageP95, ds.CPUUsageMax = quantileMax(cpu, 0.95)
-			ds.MemoryUsageP95, ds.MemoryUsageMax = quantileMax(mem, 0.95)
+			ds.CPUUsageP95, ds.CPUUsageMax = QuantileMax(cpu, 0.95)
+			ds.MemoryUsageP95, ds.MemoryUsageMax = QuantileMax(mem, 0.95)
 			n := float64(len(samples))
 			for _, sr := range all {
 				a := sr.acc[c.Name][day]
@@ -489,8 +493,8 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 					Changes:           sr.changes[day],
 					Recoveries:        a.recoveries,
 				}
-				sc.CPUSlack = slack(sc.CPURequestMean, ds.CPUUsageP95)
-				sc.MemorySlack = slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
+				sc.CPUSlack = Slack(sc.CPURequestMean, ds.CPUUsageP95)
+				sc.MemorySlack = Slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
 				ds.Scores = append(ds.Scores, sc)
 			}
 			if provisioned {
@@ -507,8 +511,8 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 					}
 				}
 				sc.OOMSamples, sc.CPUShortfall = over, float64(cpuOver)/n
-				sc.CPUSlack = slack(sc.CPURequestMean, ds.CPUUsageP95)
-				sc.MemorySlack = slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
+				sc.CPUSlack = Slack(sc.CPURequestMean, ds.CPUUsageP95)
+				sc.MemorySlack = Slack(sc.MemoryRequestMean, ds.MemoryUsageP95)
 				ds.Provisioned = sc
 			}
 			out = append(out, ds)
@@ -517,39 +521,40 @@ func scoreWorkload(w *Workload, t0 time.Time, provisioned bool, all []*series) [
 	return out
 }
 
-// containerDay is the samples of one container in day day of its workload.
-type containerDay struct {
-	day     int
-	samples []Sample
-	// scored is whether the day is scored: not the warm-up (day 0), and with
+// ContainerDay is the samples of one container in day Day of its workload.
+type ContainerDay struct {
+	Day     int
+	Samples []Sample
+	// Scored is whether the day is scored: not the warm-up (day 0), and with
 	// at least half the expected samples (one day over the container's
 	// median sampling interval).
-	scored bool
+	Scored bool
 }
 
-// containerDays splits c's samples into the days of a workload whose first
+// ContainerDays splits c's samples into the days of a workload whose first
 // sample is at t0, in order; days without a sample are left out.
-func containerDays(c *Container, t0 time.Time) []containerDay {
+func ContainerDays(c *Container, t0 time.Time) []ContainerDay {
 	interval := medianInterval(c.Samples, 5*time.Minute)
 	if interval <= 0 {
 		interval = time.Second
 	}
 	minSamples := float64(Day/interval) / 2
-	var out []containerDay
+	var out []ContainerDay
 	for lo := 0; lo < len(c.Samples); {
 		day := int(c.Samples[lo].Time.Sub(t0) / Day)
 		hi := lo
 		for hi < len(c.Samples) && int(c.Samples[hi].Time.Sub(t0)/Day) == day {
 			hi++
 		}
-		out = append(out, containerDay{day: day, samples: c.Samples[lo:hi], scored: day > 0 && float64(hi-lo) >= minSamples})
+		out = append(out, ContainerDay{Day: day, Samples: c.Samples[lo:hi], Scored: day > 0 && float64(hi-lo) >= minSamples})
 		lo = hi
 	}
 	return out
 }
 
-// slack returns (request − usage) / request, or 0 for a zero request.
-func slack(request, usage float64) float64 {
+// Slack returns (request − usage) / request, or 0 for a zero request: the
+// slack of a request in force against a day's usage p95.
+func Slack(request, usage float64) float64 {
 	if request <= 0 {
 		return 0
 	}

@@ -96,17 +96,17 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 	}
 	sum := Summary{
 		WorkloadDays:      n,
-		CPUSlackMean:      mean(cpuSlack),
-		CPUSlackMedian:    median(cpuSlack),
-		MemorySlackMean:   mean(memSlack),
-		MemorySlackMedian: median(memSlack),
+		CPUSlackMean:      Mean(cpuSlack),
+		CPUSlackMedian:    Median(cpuSlack),
+		MemorySlackMean:   Mean(memSlack),
+		MemorySlackMedian: Median(memSlack),
 		OOMFreeFraction:   oomFree / float64(n),
-		CPUShortfallMean:  mean(shortfall),
-		ChangesPerDayMean: mean(changes),
+		CPUShortfallMean:  Mean(shortfall),
+		ChangesPerDayMean: Mean(changes),
 		ChangesPerDayP99:  nearestRank(changes, 0.99),
 
-		OOMEventsPerDayMean:           mean(ooms),
-		UnrecordedOOMEventsPerDayMean: mean(unrecorded),
+		OOMEventsPerDayMean:           Mean(ooms),
+		UnrecordedOOMEventsPerDayMean: Mean(unrecorded),
 		OOMEpisodes:                   len(recoveries),
 	}
 	if w := float64(len(workloads)); w > 1 {
@@ -118,7 +118,7 @@ func Summarize(days []DayScore, score func(*DayScore) *Score) Summary {
 		sum.OOMFreeStdErr = math.Sqrt(w/(w-1)*ss) / float64(n)
 	}
 	if len(recoveries) > 0 {
-		sum.RecoveryHoursMean = mean(recoveries)
+		sum.RecoveryHoursMean = Mean(recoveries)
 		sum.RecoveryHoursP90 = nearestRank(recoveries, 0.9)
 	}
 	return sum
@@ -144,7 +144,8 @@ func (r *Result) ScoredWorkloads() int {
 	return len(seen)
 }
 
-func mean(xs []float64) float64 {
+// Mean returns the mean of xs.
+func Mean(xs []float64) float64 {
 	s := 0.0
 	for _, x := range xs {
 		s += x
@@ -152,8 +153,8 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// median returns the middle value, or the mean of the two middle values.
-func median(xs []float64) float64 {
+// Median returns the middle value, or the mean of the two middle values.
+func Median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	n := len(s)
@@ -172,9 +173,9 @@ func nearestRank(xs []float64, q float64) float64 {
 	return s[max(0, min(k, len(s)-1))]
 }
 
-// quantileMax returns the nearest-rank q-quantile and the maximum of xs; xs
+// QuantileMax returns the nearest-rank q-quantile and the maximum of xs; xs
 // is sorted in place.
-func quantileMax(xs []float64, q float64) (float64, float64) {
+func QuantileMax(xs []float64, q float64) (float64, float64) {
 	sort.Float64s(xs)
 	k := int(math.Ceil(q*float64(len(xs)))) - 1
 	return xs[max(0, min(k, len(xs)-1))], xs[len(xs)-1]

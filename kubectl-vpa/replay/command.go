@@ -35,18 +35,27 @@ import (
 	"github.com/openvpa/openvpa/recommender/estimator"
 )
 
-// Run executes `vpa-recommender replay` with args (without the subcommand
-// name): it replays the trace, writes the report files to --out and prints
-// a summary table on stdout; progress goes to stderr.
+// Usage is the help of `kubectl vpa replay` above its flags.
+const Usage = "Usage: kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]\n\n" +
+	"Replays a usage trace through the recommender's model, an estimator and the updater's rule, and\n" +
+	"scores the requests it would have set (docs/replay.md).\n"
+
+// Run executes `kubectl vpa replay` with args (without the command name):
+// it replays the trace, writes the report files to --out and prints a
+// summary table on stdout; progress goes to stderr.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	o := NewCommandOptions()
+	return RunCommand(ctx, NewCommandOptions(), Usage, args, stdout, stderr)
+}
+
+// RunCommand parses args into o and runs it; usage is printed above the
+// flags for --help. A tool that builds on the replay passes its own
+// options (with Analyses) and usage.
+func RunCommand(ctx context.Context, o *CommandOptions, usage string, args []string, stdout, stderr io.Writer) error {
 	fs := pflag.NewFlagSet("replay", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.AddFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: vpa-recommender replay --trace FILE [--estimator NAME] [--out DIR] [flags]\n\n"+
-			"Replays a usage trace through the recommender's model, an estimator and the updater's rule, and\n"+
-			"scores the requests it would have set (docs/replay.md).\n\nFlags:\n%s", fs.FlagUsages())
+		fmt.Fprintf(stderr, "%s\nFlags:\n%s", usage, fs.FlagUsages())
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -133,26 +142,31 @@ func (o *CommandOptions) runTrace(ctx context.Context, file, out string, base Op
 			return err
 		}
 	}
-	var bounds []BoundPoint
-	if o.Bounds {
-		bounds = Bounds(trace)
+	var analyses []Analysis
+	for _, analyze := range o.Analyses {
+		a, err := analyze(ctx, trace)
+		if err != nil {
+			return err
+		}
+		analyses = append(analyses, a)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := o.writeReport(out, res, sweep, bounds); err != nil {
+	files, err := o.writeReport(out, res, sweep, analyses)
+	if err != nil {
 		return err
 	}
 	printTable(stdout, file, res)
-	if o.Bounds {
-		printBounds(stdout, bounds)
+	for _, a := range analyses {
+		a.Print(stdout)
 	}
 	fmt.Fprintf(stdout, "\nwrote %s (summary.json, days.csv, worst.svg, typical.svg, frontier.svg", out)
 	if o.Sweep {
 		fmt.Fprint(stdout, ", sweep.csv")
 	}
-	if o.Bounds {
-		fmt.Fprint(stdout, ", bounds.csv")
+	for _, f := range files {
+		fmt.Fprint(stdout, ", "+f)
 	}
 	fmt.Fprintf(stdout, ") in %s\n", time.Since(start).Round(time.Millisecond))
 	return nil
@@ -177,7 +191,9 @@ type ReportSummary struct {
 	Provisioned *Summary `json:"provisioned,omitempty"`
 }
 
-func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint, bounds []BoundPoint) error {
+// writeReport writes the report files to out, the analyses' among them,
+// and returns the names of the analyses' files.
+func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint, analyses []Analysis) ([]string, error) {
 	sum := ReportSummary{Estimator: res.EstimatorSummary(0)}
 	if res.HasProvisioned {
 		p := res.ProvisionedSummary()
@@ -185,13 +201,13 @@ func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint
 	}
 	data, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(out, "summary.json"), append(data, '\n'), 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	if err := writeFile(filepath.Join(out, "days.csv"), func(w io.Writer) error { return WriteDaysCSV(w, res) }); err != nil {
-		return err
+		return nil, err
 	}
 	worst, typical := PickWorkloads(res)
 	for file, tl := range map[string]*Timeline{"worst.svg": worst, "typical.svg": typical} {
@@ -204,20 +220,25 @@ func (o *CommandOptions) writeReport(out string, res *Result, sweep []SweepPoint
 		}
 		p := TimelinePlot(tl, fmt.Sprintf("%s workload %s: memory usage vs %s request", kind, tl.Workload, res.Estimators[0]))
 		if err := writeFile(filepath.Join(out, file), p.WriteSVG); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(sweep) > 0 {
 		if err := writeFile(filepath.Join(out, "sweep.csv"), func(w io.Writer) error { return WriteSweepCSV(w, sweep) }); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if len(bounds) > 0 {
-		if err := writeFile(filepath.Join(out, "bounds.csv"), func(w io.Writer) error { return WriteBoundsCSV(w, bounds) }); err != nil {
-			return err
+	var files []string
+	frontier := FrontierPlot(res, sweep)
+	for _, a := range analyses {
+		names, err := a.WriteFiles(out)
+		if err != nil {
+			return nil, err
 		}
+		files = append(files, names...)
+		frontier.Lines = append(frontier.Lines, a.FrontierLines()...)
 	}
-	return writeFile(filepath.Join(out, "frontier.svg"), FrontierPlot(res, sweep, bounds).WriteSVG)
+	return files, writeFile(filepath.Join(out, "frontier.svg"), frontier.WriteSVG)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {
@@ -282,22 +303,6 @@ func printTable(w io.Writer, trace string, res *Result) {
 	tw.Flush()
 }
 
-// BoundsGoal is the OOM-free share at which printBounds compares the
-// reference rules.
-const BoundsGoal = 0.95
-
-// printBounds prints the leanest setting of every reference rule that is
-// OOM-free on at least BoundsGoal of its days.
-func printBounds(w io.Writer, points []BoundPoint) {
-	fmt.Fprintf(w, "\nreference rules (the trace's own peaks; no model, updater or OOM feedback), leanest with >= %.0f%% OOM-free days:\n", 100*BoundsGoal)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rule\tsetting\tdays\tmem slack mean\tmedian\tOOM-free\t")
-	for _, p := range LeanestBound(points, BoundsGoal) {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.3f\t%.3f\t%.1f%%\t\n", p.Rule, p.Setting(), p.WorkloadDays, p.MemorySlackMean, p.MemorySlackMedian, 100*p.OOMFreeFraction)
-	}
-	tw.Flush()
-}
-
 // PickWorkloads returns the timelines of the worst workload (most days with
 // an OOM, then most OOM samples) and of a typical one (mean memory slack
 // nearest the median over workloads) for the primary estimator.
@@ -342,7 +347,7 @@ func PickWorkloads(res *Result) (worst, typical *Timeline) {
 	for _, n := range order {
 		slacks = append(slacks, per[n].slack/float64(per[n].days))
 	}
-	med := median(slacks)
+	med := Median(slacks)
 	t := order[0]
 	for _, n := range order {
 		if d := per[n].slack/float64(per[n].days) - med; abs(d) < abs(per[t].slack/float64(per[t].days)-med) {
@@ -395,7 +400,7 @@ const FrontierMinOOMFree = 0.6
 // FrontierPlot draws memory slack against OOM-free days for every estimator
 // of res (default settings), the provisioned baseline, and the Pareto front
 // of each swept estimator from FrontierMinOOMFree on.
-func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
+func FrontierPlot(res *Result, sweep []SweepPoint) *Plot {
 	p := &Plot{Title: fmt.Sprintf("memory slack vs OOM-free workload-days (sweep fronts from %.0f%%)", 100*FrontierMinOOMFree),
 		XLabel: "OOM-free workload-days (%)", YLabel: "memory slack (mean)"}
 	byEst := map[string][]SweepPoint{}
@@ -426,48 +431,21 @@ func FrontierPlot(res *Result, sweep []SweepPoint, bounds []BoundPoint) *Plot {
 		s := res.ProvisionedSummary()
 		p.Lines = append(p.Lines, Line{Name: "provisioned", Color: "#000000", Markers: true, X: []float64{100 * s.OOMFreeFraction}, Y: []float64{s.MemorySlackMean}})
 	}
-	refs := []boundFamily{{BoundRecentPeak, 1, false}, {BoundRecentPeak, 1, true}}
-	for _, parts := range BoundParts {
-		refs = append(refs, boundFamily{BoundPartPeak, parts, false})
-	}
-	refs = append(refs, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundForwardMargin, 1, true}, boundFamily{BoundOracle, 1, false})
-	for i, r := range refs {
-		name := "ref: " + r.rule
-		switch {
-		case r.rule == BoundPartPeak:
-			name = fmt.Sprintf("ref: %s, %d parts", r.rule, r.parts)
-		case r.answered:
-			name += ", kills answered"
-		}
-		l := Line{Name: name, Color: boundColors[i%len(boundColors)], Markers: true, Connect: r.rule != BoundOracle}
-		for _, b := range boundFront(bounds, r) {
-			if b.OOMFreeFraction >= FrontierMinOOMFree {
-				l.X, l.Y = append(l.X, 100*b.OOMFreeFraction), append(l.Y, b.MemorySlackMean)
-			}
-		}
-		if len(l.X) > 0 {
-			p.Lines = append(p.Lines, l)
-		}
-	}
 	return p
 }
-
-// boundColors are the colours of the reference rules' fronts, apart from the
-// estimators' palette.
-var boundColors = []string{"#bcbd22", "#637939", "#8c6d31", "#843c39", "#e377c2", "#7b4173", "#393b79"}
 
 // ParetoFront returns the points no other point beats on both axes (lower
 // slack and more OOM-free days), by increasing OOM-free fraction.
 func ParetoFront(points []SweepPoint) []SweepPoint {
-	return paretoFront(points, func(p SweepPoint) (float64, float64) {
+	return ParetoFrontFunc(points, func(p SweepPoint) (float64, float64) {
 		return p.Summary.OOMFreeFraction, p.Summary.MemorySlackMean
 	})
 }
 
-// paretoFront returns the points of s that no other beats on both of
+// ParetoFrontFunc returns the points that no other beats on both of
 // score's values (more OOM-free days, lower slack), by increasing OOM-free
 // fraction.
-func paretoFront[T any](points []T, score func(T) (oomFree, slack float64)) []T {
+func ParetoFrontFunc[T any](points []T, score func(T) (oomFree, slack float64)) []T {
 	s := append([]T(nil), points...)
 	sort.SliceStable(s, func(i, j int) bool {
 		fi, si := score(s[i])

@@ -14,14 +14,13 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package replay
+package main
 
 import (
-	"encoding/csv"
 	"fmt"
-	"io"
-	"strconv"
 	"time"
+
+	"github.com/openvpa/openvpa/kubectl-vpa/replay"
 )
 
 // The reference rules of Bounds. None is an estimator: they read the trace's
@@ -141,10 +140,10 @@ type partPeak struct {
 }
 
 // newDayPeak returns what the rules know of cd, a day that starts at start.
-func newDayPeak(cd containerDay, start time.Time) dayPeak {
-	d := dayPeak{day: cd.day, scored: cd.scored, parts: map[int][]partPeak{}}
-	mem := make([]float64, len(cd.samples))
-	for i, s := range cd.samples {
+func newDayPeak(cd replay.ContainerDay, start time.Time) dayPeak {
+	d := dayPeak{day: cd.Day, scored: cd.Scored, parts: map[int][]partPeak{}}
+	mem := make([]float64, len(cd.Samples))
+	for i, s := range cd.Samples {
 		mem[i] = s.Memory
 	}
 	if len(mem) > 0 {
@@ -156,11 +155,11 @@ func newDayPeak(cd containerDay, start time.Time) dayPeak {
 		}
 		d.ladder[len(d.ladder)-1].samples++
 	}
-	d.p95, d.peak = quantileMax(mem, 0.95) // sorts mem
+	d.p95, d.peak = replay.QuantileMax(mem, 0.95) // sorts mem
 	for _, n := range append([]int{1}, BoundParts...) {
 		parts := make([]partPeak, n)
-		for _, s := range cd.samples {
-			p := &parts[min(int(s.Time.Sub(start)*time.Duration(n)/Day), n-1)]
+		for _, s := range cd.Samples {
+			p := &parts[min(int(s.Time.Sub(start)*time.Duration(n)/replay.Day), n-1)]
 			p.peak, p.samples = max(p.peak, s.Memory), p.samples+1
 		}
 		d.parts[n] = parts
@@ -221,7 +220,7 @@ func (o boundOutcome) score(margin float64, answered bool) (float64, bool) {
 		}
 		request = sum / float64(n)
 	}
-	return slack(request, o.p95), oom
+	return replay.Slack(request, o.p95), oom
 }
 
 // Bounds scores the reference rules on trace: the oracle for the whole day
@@ -233,14 +232,14 @@ func (o boundOutcome) score(margin float64, answered bool) (float64, bool) {
 // p95 against the request); a scored day with no earlier day of its
 // container is left out, and the request is constant over the day (over
 // each part, with parts) unless kills are answered.
-func Bounds(trace *Trace) []BoundPoint {
+func Bounds(trace *replay.Trace) []BoundPoint {
 	var containers [][]dayPeak
 	for _, w := range trace.Workloads {
 		t0 := w.Start()
 		for _, c := range w.Containers {
 			var days []dayPeak
-			for _, cd := range containerDays(c, t0) {
-				days = append(days, newDayPeak(cd, t0.Add(time.Duration(cd.day)*Day)))
+			for _, cd := range replay.ContainerDays(c, t0) {
+				days = append(days, newDayPeak(cd, t0.Add(time.Duration(cd.Day)*replay.Day)))
 			}
 			containers = append(containers, days)
 		}
@@ -377,8 +376,8 @@ func scoreBound(p BoundPoint, outcomes [][]boundOutcome, margin func(ci, di int)
 	}
 	p.WorkloadDays = len(slacks)
 	if len(slacks) > 0 {
-		p.MemorySlackMean = mean(slacks)
-		p.MemorySlackMedian = median(slacks)
+		p.MemorySlackMean = replay.Mean(slacks)
+		p.MemorySlackMedian = replay.Median(slacks)
 		p.OOMFreeFraction = 1 - float64(ooms)/float64(len(slacks))
 	}
 	return p
@@ -423,78 +422,4 @@ func recentStart(days []dayPeak, i, horizon int) int {
 		j--
 	}
 	return j
-}
-
-// LeanestBound returns, for every rule (and every number of parts of
-// the oracle and part-peak), the point of lowest mean memory slack among
-// those with at least minOOMFree OOM-free days, in rule order (the oracle
-// and its parts, recent-peak and with kills answered, part-peak's parts,
-// hindsight-margin and forward-margin, each also with kills answered);
-// rules with no such point are left out.
-func LeanestBound(points []BoundPoint, minOOMFree float64) []BoundPoint {
-	best := map[boundFamily]BoundPoint{}
-	for _, p := range points {
-		k := p.family()
-		if b, ok := best[k]; p.OOMFreeFraction >= minOOMFree && (!ok || p.MemorySlackMean < b.MemorySlackMean) {
-			best[k] = p
-		}
-	}
-	order := []boundFamily{{BoundOracle, 1, false}}
-	for _, parts := range BoundParts {
-		order = append(order, boundFamily{BoundOracle, parts, false})
-	}
-	order = append(order, boundFamily{BoundRecentPeak, 1, false}, boundFamily{BoundRecentPeak, 1, true})
-	for _, parts := range BoundParts {
-		order = append(order, boundFamily{BoundPartPeak, parts, false})
-	}
-	order = append(order, boundFamily{BoundHindsightMargin, 1, false}, boundFamily{BoundHindsightMargin, 1, true},
-		boundFamily{BoundForwardMargin, 1, false}, boundFamily{BoundForwardMargin, 1, true})
-	var out []BoundPoint
-	for _, k := range order {
-		if b, ok := best[k]; ok {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// boundFamily is one rule with one number of parts of the day, its kills
-// answered or not: the points LeanestBound picks one from, and one front of
-// frontier.svg.
-type boundFamily struct {
-	rule     string
-	parts    int
-	answered bool
-}
-
-func (p BoundPoint) family() boundFamily { return boundFamily{p.Rule, p.Parts, p.Answered} }
-
-// boundFront returns the Pareto front of the points of family f (see
-// ParetoFront), by increasing OOM-free fraction.
-func boundFront(points []BoundPoint, f boundFamily) []BoundPoint {
-	var s []BoundPoint
-	for _, p := range points {
-		if p.family() == f {
-			s = append(s, p)
-		}
-	}
-	return paretoFront(s, func(p BoundPoint) (float64, float64) { return p.OOMFreeFraction, p.MemorySlackMean })
-}
-
-// WriteBoundsCSV writes one row per point.
-func WriteBoundsCSV(w io.Writer, points []BoundPoint) error {
-	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"rule", "horizon_days", "margin", "penalty", "workload_days", "memory_slack_mean", "memory_slack_median", "oom_free_fraction", "day_parts", "kills_answered"}); err != nil {
-		return err
-	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 4, 64) }
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-	for _, p := range points {
-		if err := cw.Write([]string{p.Rule, strconv.Itoa(p.Horizon), g(p.Margin), g(p.Penalty), strconv.Itoa(p.WorkloadDays),
-			f(p.MemorySlackMean), f(p.MemorySlackMedian), f(p.OOMFreeFraction), strconv.Itoa(p.Parts), strconv.FormatBool(p.Answered)}); err != nil {
-			return err
-		}
-	}
-	cw.Flush()
-	return cw.Error()
 }

@@ -14,20 +14,39 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package replay
+package main
 
 import (
 	"bytes"
+	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/openvpa/openvpa/kubectl-vpa/replay"
 )
+
+// t0 is the time of the first sample of the hand-made traces.
+var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// hourly returns a container sampled every hour from t0 with the given
+// usage, and the same requests at every sample.
+func hourly(cpu, mem []float64, cpuReq, memReq float64) *replay.Container {
+	c := &replay.Container{Name: "c"}
+	for i := range cpu {
+		c.Samples = append(c.Samples, replay.Sample{Time: t0.Add(time.Duration(i) * time.Hour), CPU: cpu[i], Memory: mem[i], CPURequest: cpuReq, MemoryRequest: memReq})
+	}
+	return c
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
 
 // peaksTrace builds one workload per element of peaks: a container sampled
 // hourly for len(peaks) days whose memory is 100 B except one sample a day at
 // that day's peak.
-func peaksTrace(peaks ...[]float64) *Trace {
-	tr := &Trace{}
+func peaksTrace(peaks ...[]float64) *replay.Trace {
+	tr := &replay.Trace{}
 	for i, days := range peaks {
 		n := 24 * len(days)
 		cpu, mem := make([]float64, n), make([]float64, n)
@@ -37,7 +56,7 @@ func peaksTrace(peaks ...[]float64) *Trace {
 		for d, p := range days {
 			mem[24*d+12] = p
 		}
-		tr.Workloads = append(tr.Workloads, &Workload{Name: string(rune('a' + i)), Containers: []*Container{hourly(cpu, mem, 0, 0)}})
+		tr.Workloads = append(tr.Workloads, &replay.Workload{Name: string(rune('a' + i)), Containers: []*replay.Container{hourly(cpu, mem, 0, 0)}})
 	}
 	return tr
 }
@@ -166,7 +185,7 @@ func TestBoundsPartPeak(t *testing.T) {
 	mem[at(0, 3)], mem[at(1, 15)], mem[at(2, 3)], mem[at(3, 15)] = 200, 200, 200, 300
 	c := hourly(make([]float64, len(mem)), mem, 0, 0)
 	c.Samples = slices.Delete(c.Samples, 12, 24)
-	tr := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{c}}}}
+	tr := &replay.Trace{Workloads: []*replay.Workload{{Name: "w", Containers: []*replay.Container{c}}}}
 	find := findBound(t, Bounds(tr), false)
 	// p95 of every scored day: 100 B. With 2 parts and 1 day:
 	//   day 1: the first half asks for day 0's 200 B; day 0 has no second
@@ -201,7 +220,7 @@ func TestBoundsSkipDaysWithoutHistory(t *testing.T) {
 	late := peaksTrace([]float64{300, 300}).Workloads[0].Containers[0]
 	late.Name = "late"
 	for i := range late.Samples {
-		late.Samples[i].Time = late.Samples[i].Time.Add(Day)
+		late.Samples[i].Time = late.Samples[i].Time.Add(replay.Day)
 	}
 	tr.Workloads[0].Containers = append(tr.Workloads[0].Containers, late)
 	for _, p := range Bounds(tr) {
@@ -224,7 +243,7 @@ func TestBoundsHindsightDoesNotBuyNegativeSlack(t *testing.T) {
 		}
 	}
 	mem[60] = 1500
-	tr := &Trace{Workloads: []*Workload{{Name: "w", Containers: []*Container{hourly(make([]float64, 72), mem, 0, 0)}}}}
+	tr := &replay.Trace{Workloads: []*replay.Workload{{Name: "w", Containers: []*replay.Container{hourly(make([]float64, 72), mem, 0, 0)}}}}
 	for _, p := range Bounds(tr) {
 		// Summing slack as is, margin 0 would look cheaper (−8.1 and two
 		// OOM days against −4.7 and one) and keep day 2's OOM.

@@ -29,16 +29,14 @@ import (
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
-// CommandOptions are the flags of `vpa-recommender replay`.
+// CommandOptions are the flags of `kubectl vpa replay`.
 type CommandOptions struct {
 	Trace       string
 	InputFormat string
 	Estimator   string
 	Out         string
 	Sweep       bool
-	// Bounds is --bounds: score the reference rules of Bounds too.
-	Bounds bool
-	Quiet  bool
+	Quiet       bool
 	// Holdout is a second trace the same settings (and sweep) are replayed
 	// on and reported beside the first, never used to choose them.
 	Holdout string
@@ -57,6 +55,10 @@ type CommandOptions struct {
 	PodLifetimeUpdateThreshold time.Duration
 	// EvictAfterOOMThreshold is the updater's --evict-after-oom-threshold.
 	EvictAfterOOMThreshold time.Duration
+
+	// Analyses run on every trace beside the replay; not a flag: a tool
+	// that builds on the replay adds its own (hack/replay-bounds).
+	Analyses []Analyzer
 }
 
 // NewCommandOptions returns the defaults: upstream's for every recommender
@@ -82,7 +84,6 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, fmt.Sprintf("Estimator to score: one of %v.", estimator.Names()))
 	fs.StringVar(&o.Out, "out", o.Out, "Directory for summary.json, days.csv and the SVG plots (created if missing).")
 	fs.BoolVar(&o.Sweep, "sweep", o.Sweep, "Also sweep every estimator over its knobs and write sweep.csv and the frontier to frontier.svg.")
-	fs.BoolVar(&o.Bounds, "bounds", o.Bounds, "Also score reference rules that read the trace's own daily memory peaks, not estimators: the highest peak of the last days plus one margin for all, the same with each workload's margin chosen in hindsight, and each day's own peak. Writes bounds.csv and adds their fronts to frontier.svg.")
 	fs.BoolVar(&o.Quiet, "quiet", o.Quiet, "Do not report progress on stderr.")
 	fs.StringVar(&o.Holdout, "holdout", o.Holdout, "Holdout trace (same --input-format): replayed with the same settings, and swept with --sweep, and reported beside --trace under DIR/holdout/. Choose settings on --trace only.")
 	fs.BoolVar(&o.OOMFeedback, "oom-feedback", o.OOMFeedback, "Treat a memory sample above the request as an OOM kill: the model records the OOM (with the OOM bump) instead of the sample, and the updater's quick-OOM rule applies. false replays the trace as observed and only scores such samples, as earlier releases did.")
