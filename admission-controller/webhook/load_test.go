@@ -72,6 +72,19 @@ type loopback struct {
 }
 
 func startLoopback(b *testing.B) *loopback {
+	mode := vpav1.UpdateModeInitial
+	v := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+		Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode}},
+		Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
+			{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("200Mi")}},
+		}}}}
+	return serveLoopback(b, NewServer(pod.NewHandler(oneVPA{v}, noLimits{}), vpa.NewValidator(features.NewGate()), NewMetrics(nil), nil))
+}
+
+// serveLoopback serves handler as the admission controller serves its
+// Server: NewHTTPServer with the default timeouts, behind crypto/tls on
+// 127.0.0.1, with a fresh self-signed certificate.
+func serveLoopback(b *testing.B, handler http.Handler) *loopback {
 	dir := b.TempDir()
 	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
 		b.Fatal(err)
@@ -84,17 +97,10 @@ func startLoopback(b *testing.B) *loopback {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mode := vpav1.UpdateModeInitial
-	v := &vpav1.VerticalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
-		Spec: vpav1.VerticalPodAutoscalerSpec{UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode}},
-		Status: vpav1.VerticalPodAutoscalerStatus{Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
-			{ContainerName: "app", Target: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("200Mi")}},
-		}}}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	handler := NewServer(pod.NewHandler(oneVPA{v}, noLimits{}), vpa.NewValidator(features.NewGate()), NewMetrics(nil), nil)
 	srv := NewHTTPServer(context.Background(), handler, tlsCfg, HTTPOptions{
 		ReadTimeout: DefaultReadTimeout, ReadHeaderTimeout: DefaultReadHeaderTimeout, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout,
 		ErrorLog: log.New(io.Discard, "", 0),
@@ -190,10 +196,14 @@ func (lb *loopback) slowClient(ctx context.Context, started chan<- struct{}, cut
 	}
 }
 
-// honest runs b.N reviews from clients concurrent clients and reports
-// requests per second and p50/p99 latency.
+// honest posts the small loadReview (see post).
 func (lb *loopback) honest(b *testing.B, clients int) {
-	body := []byte(loadReview)
+	lb.post(b, clients, []byte(loadReview))
+}
+
+// post runs b.N reviews of body from clients concurrent clients and
+// reports requests per second and p50/p99 latency.
+func (lb *loopback) post(b *testing.B, clients int, body []byte) {
 	// Each client sends its reviews one after the other over its own
 	// keep-alive connection, straight through a Transport (an http.Client
 	// adds redirect and timeout bookkeeping the API server's webhook client
