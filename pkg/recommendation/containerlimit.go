@@ -32,9 +32,9 @@ const NoteContainerLimit = "capped to container limit"
 // RequestsOnly, whose limits are left alone, every field is lowered to the
 // container's current limit, so that requests never exceed limits.
 func containerLimit(w *working) {
-	w.each(func(i int, l *resourceList) []string {
+	w.each(func(i int, l resourceList) (resourceList, []string) {
 		if w.containerPolicy(i).ControlledValuesOrDefault() != vpav1.ContainerControlledValuesRequestsOnly || len(l.m) == 0 {
-			return nil
+			return l, nil
 		}
 		c := &w.pod.Spec.Containers[i]
 		var notes []string
@@ -49,6 +49,6 @@ func containerLimit(w *working) {
 				notes = append(notes, fmt.Sprintf("%s %s", name, NoteContainerLimit))
 			}
 		}
-		return notes
+		return l, notes
 	})
 }

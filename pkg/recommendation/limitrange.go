@@ -152,9 +152,9 @@ func containerLimitRange(w *working) {
 	if item == nil {
 		return
 	}
-	w.each(func(i int, l *resourceList) []string {
+	w.each(func(i int, l resourceList) (resourceList, []string) {
 		if len(l.m) == 0 {
-			return nil
+			return l, nil
 		}
 		c := &w.pod.Spec.Containers[i]
 		var notes []string
@@ -168,7 +168,7 @@ func containerLimitRange(w *working) {
 			maxReq := boundaryRequest(name, c, get(item.Max, name), def)
 			notes = l.clamp(name, minReq, maxReq, NoteLimitRangeMin, NoteLimitRangeMax, notes)
 		}
-		return notes
+		return l, notes
 	})
 }
 

@@ -36,8 +36,9 @@ func policyAllowed(w *working) {
 	if w.policy == nil {
 		return
 	}
-	w.each(func(i int, l *resourceList) []string {
-		return capPolicy(l, w.containerPolicy(i))
+	w.each(func(i int, l resourceList) (resourceList, []string) {
+		notes := capPolicy(&l, w.containerPolicy(i))
+		return l, notes
 	})
 }
 

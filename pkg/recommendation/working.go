@@ -72,15 +72,15 @@ func (w *working) containerPolicy(i int) *vpav1.ContainerResourcePolicy {
 }
 
 // each calls f on every field being capped of every container's
-// recommendation, and keeps the notes f returns for the target.
-func (w *working) each(f func(i int, l *resourceList) []string) {
+// recommendation, stores the field f returns and keeps the notes f returns
+// for the target. (The field goes by value so that it stays on the stack.)
+func (w *working) each(f func(i int, l resourceList) (resourceList, []string)) {
 	for i, r := range w.recs {
 		if r == nil {
 			continue
 		}
 		for _, b := range w.bounds {
-			l := w.list(i, b)
-			ns := f(i, &l)
+			l, ns := f(i, w.list(i, b))
 			w.store(i, b, l)
 			if b == boundTarget && len(ns) > 0 {
 				w.addNotes(i, ns)
