@@ -19,25 +19,37 @@ limitations under the License.
 // patch new pods and the updater uses it to decide on, and perform, updates of
 // running pods, so both act on exactly the same numbers.
 //
-// The steps, in order (the same order as upstream VPA):
+// Capping is a pipeline of stages, each in a file named for it and called in
+// order by capStages (pipeline.go), each working on the previous stage's
+// output (the same order and numbers as upstream VPA):
 //
-//  1. Pod LimitRange (type Pod): when the pod's total would fall outside the
-//     LimitRange min/max, every container's recommendation is scaled by the
-//     same factor (sums of proportional limits are compared with min and max;
-//     a sum of requests below min is scaled up).
-//  2. Per container: the container LimitRange min and max, converted to
-//     request bounds with the container's limit:request ratio; then the VPA
-//     container policy minAllowed and maxAllowed (so the VPA policy wins over
-//     the LimitRange); then, for controlledValues RequestsOnly, the container's
-//     current limit. Resources the policy does not control are dropped and
-//     containers with mode Off get nothing.
-//  3. Limits: for RequestsAndLimits, each limit keeps the container's original
-//     limit:request ratio (the LimitRange default limit stands in for a missing
-//     limit); RequestsOnly never sets limits.
+//  1. Select (select.go): per container, the recommendation to cap, without
+//     the resources the VPA policy does not control; containers in mode Off
+//     get nothing.
+//  2. LimitRange (limitrange.go; the rules themselves are pkg/limitrange's):
+//     under a Pod LimitRange, when the pod's total would fall outside its
+//     min/max, every container's recommendation is scaled by the same
+//     factor (sums of proportional limits are compared with min and max; a
+//     sum of requests below min is scaled up). Then the container
+//     LimitRange min and max, converted to request bounds with the
+//     container's limit:request ratio.
+//  3. Policy (policy.go): the VPA container policy minAllowed and
+//     maxAllowed, after the LimitRanges so that the policy wins over them.
+//  4. Container limit (containerlimit.go): for controlledValues
+//     RequestsOnly, the container's current limit.
+//  5. Node/quota fit: not implemented; capStages marks its place.
+//  6. Proportional limits (proportional.go): for RequestsAndLimits, each
+//     limit keeps the container's original limit:request ratio (the
+//     LimitRange default limit stands in for a missing limit); RequestsOnly
+//     never sets limits.
 //
-// Cap implements steps 1 and 2 on target, lower and upper bound; ForPod runs
-// all three and returns, per pod container, the requests and limits to apply
-// together with notes such as "cpu capped to maxAllowed" for the vpaUpdates
-// annotation. Nothing here talks to the API server: LimitRanges are passed in,
-// merged by limitrange.Merge.
+// Cap runs stages 1 to 4 on target, lower and upper bound. ForPod runs them
+// all on the target and returns, per pod container, the requests and limits
+// to apply together with notes such as "cpu capped to maxAllowed" for the
+// vpaUpdates annotation. PlanForPod (plan.go) then checks the pod that gives
+// as the API server would (Admissible) and, if it would be refused, runs the
+// pipeline again with the policy stage before the LimitRange stages, so that
+// the LimitRanges win; if that is refused too, the plan is empty. Nothing
+// here talks to the API server: LimitRanges are passed in, merged by
+// limitrange.Merge.
 package recommendation

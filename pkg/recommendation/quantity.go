@@ -17,7 +17,6 @@ limitations under the License.
 package recommendation
 
 import (
-	"fmt"
 	"math"
 	"math/big"
 	"math/bits"
@@ -178,74 +177,6 @@ func sameUnits(name corev1.ResourceName, a, b resource.Quantity) bool {
 		return x == y
 	}
 	return bigUnits(name, a).Cmp(bigUnits(name, b)) == 0
-}
-
-// ProportionalLimit returns the limit that keeps the original limit:request
-// ratio for a new request, and a note when the ratio could not be kept. A
-// missing or zero original limit is replaced by defaultLimit (the LimitRange
-// default); with neither, ok is false and no limit should be set. A missing
-// request, or a request equal to the limit, gives limit = newRequest.
-func ProportionalLimit(name corev1.ResourceName, originalLimit, originalRequest, newRequest, defaultLimit *resource.Quantity) (limit resource.Quantity, ok bool, note string) {
-	if originalLimit == nil || originalLimit.IsZero() {
-		originalLimit = defaultLimit
-	}
-	if originalLimit == nil || originalLimit.IsZero() || newRequest == nil || newRequest.IsZero() {
-		return resource.Quantity{}, false, ""
-	}
-	if originalRequest == nil || originalRequest.IsZero() || sameUnits(name, *originalRequest, *originalLimit) {
-		return newRequest.DeepCopy(), true, ""
-	}
-	l, fits := scale(name, *originalLimit, *originalRequest, *newRequest, roundDown)
-	if !fits {
-		return l, true, fmt.Sprintf("%s: failed to keep limit to request ratio; capping limit to int64", name)
-	}
-	return l, true, ""
-}
-
-// ProportionalLimits applies ProportionalLimit to every resource of newRequests
-// and returns the limits to set (nil when none) and the notes.
-func ProportionalLimits(originalLimits, originalRequests, newRequests, defaultLimits corev1.ResourceList) (corev1.ResourceList, []string) {
-	var out corev1.ResourceList
-	var notes []string
-	var buf [4]corev1.ResourceName
-	for _, name := range sortedNames(newRequests, buf[:0]) {
-		req := newRequests[name]
-		l, ok, note := ProportionalLimit(name, get(originalLimits, name), get(originalRequests, name), &req, get(defaultLimits, name))
-		if note != "" {
-			notes = append(notes, note)
-		}
-		if !ok {
-			continue
-		}
-		if out == nil {
-			out = corev1.ResourceList{}
-		}
-		out[name] = l
-	}
-	return out, notes
-}
-
-// boundaryRequest converts a LimitRange bound on the limit into a bound on the
-// request, using the container's limit:request ratio. It returns nil when no
-// bound applies.
-func boundaryRequest(name corev1.ResourceName, c *corev1.Container, bound, defaultLimit *resource.Quantity) *resource.Quantity {
-	if bound == nil || bound.IsZero() {
-		return nil
-	}
-	limit := get(c.Resources.Limits, name)
-	if limit == nil || limit.IsZero() {
-		limit = defaultLimit
-	}
-	if limit == nil || limit.IsZero() {
-		return nil
-	}
-	request := get(c.Resources.Requests, name)
-	if request == nil || request.IsZero() {
-		b := bound.DeepCopy()
-		return &b
-	}
-	r, _ := scale(name, *request, *limit, *bound, roundDown)
-	return &r
 }
 
 func get(l corev1.ResourceList, name corev1.ResourceName) *resource.Quantity {

@@ -126,6 +126,9 @@ func PlanForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limi
 	return planForPod(pod, vpa, lr, true)
 }
 
+// planForPod runs the capping pipeline (resourcesFor) in upstream's order,
+// checks the pod it gives with Admissible and, when that would be refused,
+// runs it again in the policy-first order.
 func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, shared bool) Plan {
 	if pod == nil {
 		return Plan{}
@@ -154,71 +157,4 @@ func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange
 	}
 	plan.Containers = make([]ContainerResources, len(pod.Spec.Containers))
 	return plan
-}
-
-func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, opts capOptions) []ContainerResources {
-	out := make([]ContainerResources, len(pod.Spec.Containers))
-	c := capRecs(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, opts)
-	recs, notes := c.recs, c.notes
-	var defaults corev1.ResourceList
-	if lr.Container != nil {
-		defaults = lr.Container.Default
-	}
-	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
-		// As Cap's result is looked up by container name, a name listed
-		// twice takes the first such container's values and the last
-		// notes.
-		j := firstCapped(pod, recs, c.Name)
-		if j < 0 {
-			continue
-		}
-		requests := dropEmptyNames(recs[j].Target)
-		if len(requests) == 0 {
-			continue
-		}
-		out[i].Requests = requests
-		out[i].Notes = append(out[i].Notes, lastNotes(pod, recs, notes, c.Name)...)
-		cp := vpav1.GetContainerResourcePolicy(c.Name, vpa.Spec.ResourcePolicy)
-		if cp.ControlledValuesOrDefault() == vpav1.ContainerControlledValuesRequestsAndLimits {
-			limits, notes := ProportionalLimits(c.Resources.Limits, c.Resources.Requests, requests, defaults)
-			out[i].Limits = limits
-			out[i].Notes = append(out[i].Notes, notes...)
-		}
-	}
-	return out
-}
-
-func firstCapped(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, name string) int {
-	for j := range pod.Spec.Containers {
-		if recs[j] != nil && pod.Spec.Containers[j].Name == name {
-			return j
-		}
-	}
-	return -1
-}
-
-func lastNotes(pod *corev1.Pod, recs []*vpav1.RecommendedContainerResources, notes [][]string, name string) []string {
-	if notes == nil {
-		return nil
-	}
-	for j := len(pod.Spec.Containers) - 1; j >= 0; j-- {
-		if recs[j] != nil && len(notes[j]) > 0 && pod.Spec.Containers[j].Name == name {
-			return notes[j]
-		}
-	}
-	return nil
-}
-
-func dropEmptyNames(l corev1.ResourceList) corev1.ResourceList {
-	if _, ok := l[""]; !ok {
-		return l
-	}
-	out := corev1.ResourceList{}
-	for k, v := range l {
-		if k != "" {
-			out[k] = v
-		}
-	}
-	return out
 }
