@@ -31,11 +31,28 @@ all: build
 .PHONY: build
 build: $(BINARIES) $(PLUGINS) ## Build the component binaries and the kubectl plugin into bin/.
 
+# What --version and kubectl vpa version print (pkg/version), stamped at link time. VERSION
+# defaults to git describe, COMMIT to the checked-out commit; BUILD_DATE, for reproducible
+# builds, to SOURCE_DATE_EPOCH, which defaults to the commit's date. Without git: v0.0.0-dev,
+# and no commit or date unless given.
+VERSION ?= $(or $(shell git describe --tags --always --dirty 2>/dev/null),v0.0.0-dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+BUILD_DATE ?= $(if $(SOURCE_DATE_EPOCH),$(shell date -u -d "@$(SOURCE_DATE_EPOCH)" +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r "$(SOURCE_DATE_EPOCH)" +%Y-%m-%dT%H:%M:%SZ))
+VERSION_PKG := github.com/openvpa/openvpa/pkg/version
+VERSION_LDFLAGS = -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT) -X $(VERSION_PKG).buildDate=$(BUILD_DATE)
+
 bin/vpa-%: FORCE
-	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./$*
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(VERSION_LDFLAGS)' -o $@ ./$*
 
 bin/kubectl-vpa: FORCE
-	CGO_ENABLED=0 $(GO) build -trimpath -o $@ ./kubectl-vpa
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(VERSION_LDFLAGS)' -o $@ ./kubectl-vpa
+
+.PHONY: version
+version: ## Print the VERSION, COMMIT and BUILD_DATE that builds stamp into the binaries.
+	@echo "VERSION=$(VERSION)"
+	@echo "COMMIT=$(COMMIT)"
+	@echo "BUILD_DATE=$(BUILD_DATE)"
 
 .PHONY: FORCE
 FORCE:

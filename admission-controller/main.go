@@ -26,5 +26,5 @@ import (
 )
 
 func main() {
-	os.Exit(app.NewCommand().Execute(signals.Context(), os.Args[1:], os.Stderr))
+	os.Exit(app.NewCommand().Execute(signals.Context(), os.Args[1:], os.Stdout, os.Stderr))
 }

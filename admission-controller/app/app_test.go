@@ -26,7 +26,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
+	componenttest.Main(m, func(ctx context.Context, args []string) int {
+		return NewCommand().Execute(ctx, args, os.Stdout, os.Stderr)
+	})
 }
 
 // kubeconfig is a client configuration for an API server that is never
@@ -71,4 +73,9 @@ func TestStartupFailures(t *testing.T) {
 		"text, missing certificate": {Args: missingCert, WantErr: "loading the serving certificate"},
 		"text, invalid flag value":  {Args: []string{"--webhook-timeout-seconds=31"}, WantErr: "--webhook-timeout-seconds must be in 1..30, got 31"},
 	})
+}
+
+// TestVersion: --version prints the binary's name and version and exits 0.
+func TestVersion(t *testing.T) {
+	componenttest.CheckVersion(t, Name)
 }

@@ -15,7 +15,8 @@ limitations under the License.
 */
 
 // Command flagsdocs prints docs/flags.md: every flag of every component, read
-// from the components' own option registration so the page cannot drift.
+// from the components' own command lines (their options and --version) so
+// the page cannot drift.
 //
 //	go run ./hack/flagsdocs > docs/flags.md
 package main
@@ -28,9 +29,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	admissionoptions "github.com/openvpa/openvpa/admission-controller/app/options"
-	recommenderoptions "github.com/openvpa/openvpa/recommender/app/options"
-	updateroptions "github.com/openvpa/openvpa/updater/app/options"
+	admissionapp "github.com/openvpa/openvpa/admission-controller/app"
+	recommenderapp "github.com/openvpa/openvpa/recommender/app"
+	updaterapp "github.com/openvpa/openvpa/updater/app"
 )
 
 type component struct {
@@ -40,9 +41,9 @@ type component struct {
 
 func main() {
 	components := []component{
-		{binary: "vpa-recommender", addFlags: recommenderoptions.NewOptions().AddFlags},
-		{binary: "vpa-updater", addFlags: updateroptions.NewOptions().AddFlags},
-		{binary: "vpa-admission-controller", addFlags: admissionoptions.NewOptions().AddFlags},
+		{binary: "vpa-recommender", addFlags: recommenderapp.NewCommand().AddFlags},
+		{binary: "vpa-updater", addFlags: updaterapp.NewCommand().AddFlags},
+		{binary: "vpa-admission-controller", addFlags: admissionapp.NewCommand().AddFlags},
 	}
 	if err := write(os.Stdout, components); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -16,8 +16,8 @@ limitations under the License.
 
 // Package app is the kubectl-vpa command line: kubectl's connection flags
 // (--kubeconfig, --context, -n, -A), the explain and report subcommands and
-// their output formats, and the replay subcommand (kubectl-vpa/replay),
-// which reads a trace file instead of a cluster.
+// their output formats, the replay subcommand (kubectl-vpa/replay), which
+// reads a trace file instead of a cluster, and the version subcommand.
 package app
 
 import (
@@ -50,6 +50,7 @@ Usage:
   kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]
   kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]
   kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]
+  kubectl vpa version [-o json|yaml]
 
 explain: why the recommendation of VPA NAME is what it is (history, percentiles, margin,
 confidence, clipping limits, OOM kills), how each pod's requests compare with it, and what
@@ -64,6 +65,8 @@ VPAs and HPA conflicts.
 replay: what a VPA would have done with a saved usage trace: replays it through the
 recommender's model, an estimator and the updater's rule, and scores the requests it would
 have set (docs/replay.md). It reads the trace file, not the cluster.
+
+version: the plugin's version, commit and build date.
 `
 
 // Options are the command line.
@@ -187,8 +190,13 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	cmd := args[0]
-	if cmd == "replay" {
+	switch cmd {
+	case "replay":
 		return replay.Run(ctx, args[1:], stdout, stderr)
+	case "version":
+		return runVersion(args[1:], stdout, stderr)
+	case "--version":
+		return runVersion(nil, stdout, stderr)
 	}
 	if cmd != "explain" && cmd != "report" {
 		return fmt.Errorf("unknown command %q; run kubectl vpa --help", cmd)

@@ -24,6 +24,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
+
+	"github.com/openvpa/openvpa/pkg/version"
 )
 
 // Options is the shape every component's options share (app/options):
@@ -58,16 +60,23 @@ type Command[C any] struct {
 // reporting the error it ends on. With a structured --logging-format (json)
 // that error is a log entry like every other line, once the logging flags
 // were parsed and valid; in the text format, and before, it is the line
-// "<name>: <error>" on stderr. --help prints the usage to stderr.
-func (c *Command[C]) Execute(ctx context.Context, args []string, stderr io.Writer) int {
+// "<name>: <error>" on stderr. --help prints the usage to stderr;
+// --version prints the version line (version.Info.Line) to stdout. Both exit
+// with 0 and run nothing. Before it runs the component, Execute logs the
+// version, commit and build date.
+func (c *Command[C]) Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer klog.Flush()
-	sections := c.Options.FlagSections()
+	sections, printVersion := c.flags()
 	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sections.AddTo(fs)
 	fs.Usage = func() { sections.Usage(stderr, c.Usage) }
 	err := fs.Parse(args)
 	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	if err == nil && *printVersion {
+		fmt.Fprintln(stdout, version.Get().Line(c.Name))
 		return 0
 	}
 	if err == nil && fs.NArg() > 0 {
@@ -90,10 +99,26 @@ func (c *Command[C]) Execute(ctx context.Context, args []string, stderr io.Write
 	if err != nil {
 		return r.fail(ctx, err)
 	}
+	klog.FromContext(ctx).Info("Starting", version.Get().KeysAndValues()...)
 	if err := c.Run(ctx, config); err != nil {
 		return r.fail(ctx, err)
 	}
 	return 0
+}
+
+// flags returns the command line's flag sections: the options' and the
+// "version" section with --version, whose value it also returns.
+func (c *Command[C]) flags() (*Sections, *bool) {
+	sections := c.Options.FlagSections()
+	printVersion := sections.FlagSet("version").Bool("version", false, "Print the version, commit and build date, and exit.")
+	return sections, printVersion
+}
+
+// AddFlags registers every flag of the command line on fs, as Execute
+// parses them (hack/flagsdocs lists them in docs/flags.md).
+func (c *Command[C]) AddFlags(fs *pflag.FlagSet) {
+	sections, _ := c.flags()
+	sections.AddTo(fs)
 }
 
 // reporter reports the error a command exits on, in the logging format once

@@ -22,6 +22,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/openvpa/openvpa/pkg/version"
 )
 
 // testOptions have one flag, --value, which must not be "bad", and, with
@@ -67,9 +69,13 @@ func TestExecuteText(t *testing.T) {
 		wantCode  int
 		wantOut   string
 		wantRun   string
+		// wantStdout is all of stdout.
+		wantStdout string
 	}{
 		"runs":           {args: []string{"--value=ok"}, wantRun: "ok"},
 		"help":           {args: []string{"--help"}, wantOut: "Usage: test [flags]\n\nTest flags:"},
+		"version":        {args: []string{"--value=bad", "--version"}, wantStdout: "test version " + version.Get().String() + "\n"},
+		"help lists it":  {args: []string{"--help"}, wantOut: "Usage: test [flags]\n\nTest flags:\n\n      --value string   a value\n\nVersion flags:\n\n      --version   Print the version"},
 		"unknown flag":   {args: []string{"--nope"}, wantCode: 1, wantOut: "test: unknown flag: --nope\n"},
 		"argument":       {args: []string{"extra"}, wantCode: 1, wantOut: "test: unexpected argument \"extra\"\n"},
 		"every problem":  {args: []string{"--value=bad"}, wantCode: 1, wantOut: "test: --value must not be bad\nsecond problem\n"},
@@ -93,13 +99,16 @@ func TestExecuteText(t *testing.T) {
 					return tc.runErr
 				},
 			}
-			var stderr bytes.Buffer
-			code := c.Execute(context.Background(), tc.args, &stderr)
+			var stdout, stderr bytes.Buffer
+			code := c.Execute(context.Background(), tc.args, &stdout, &stderr)
 			if code != tc.wantCode {
 				t.Errorf("exit status %d, want %d", code, tc.wantCode)
 			}
 			if got := stderr.String(); tc.wantOut == "" && got != "" || !strings.HasPrefix(got, tc.wantOut) {
 				t.Errorf("stderr %q, want starting with %q", got, tc.wantOut)
+			}
+			if got := stdout.String(); got != tc.wantStdout {
+				t.Errorf("stdout %q, want %q", got, tc.wantStdout)
 			}
 			if ran != tc.wantRun {
 				t.Errorf("ran with %q, want %q", ran, tc.wantRun)

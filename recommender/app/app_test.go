@@ -25,7 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
+	componenttest.Main(m, func(ctx context.Context, args []string) int {
+		return NewCommand().Execute(ctx, args, os.Stdout, os.Stderr)
+	})
 }
 
 // TestStartupFailures: the error the recommender exits on is JSON with
@@ -38,4 +40,9 @@ func TestStartupFailures(t *testing.T) {
 		"text, missing kubeconfig": {Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "loading the API client configuration: stat /nonexistent"},
 		"text, invalid flag value": {Args: []string{"--storage=disk"}, WantErr: `--storage must be "checkpoint" or "prometheus", got "disk"`},
 	})
+}
+
+// TestVersion: --version prints the binary's name and version and exits 0.
+func TestVersion(t *testing.T) {
+	componenttest.CheckVersion(t, Name)
 }

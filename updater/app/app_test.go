@@ -25,7 +25,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	componenttest.Main(m, func(ctx context.Context, args []string) int { return NewCommand().Execute(ctx, args, os.Stderr) })
+	componenttest.Main(m, func(ctx context.Context, args []string) int {
+		return NewCommand().Execute(ctx, args, os.Stdout, os.Stderr)
+	})
 }
 
 // TestStartupFailures: the error the updater exits on is JSON with
@@ -37,4 +39,9 @@ func TestStartupFailures(t *testing.T) {
 		"text, missing kubeconfig": {Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "loading the API client configuration: stat /nonexistent"},
 		"text, invalid flag value": {Args: []string{"--eviction-tolerance=2"}, WantErr: "--eviction-tolerance must be within [0, 1], got 2"},
 	})
+}
+
+// TestVersion: --version prints the binary's name and version and exits 0.
+func TestVersion(t *testing.T) {
+	componenttest.CheckVersion(t, Name)
 }

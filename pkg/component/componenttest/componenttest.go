@@ -29,6 +29,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/openvpa/openvpa/pkg/version"
 )
 
 // argsEnv carries the command's arguments, as JSON, to the test binary run
@@ -53,23 +55,50 @@ func Main(m *testing.M, execute func(ctx context.Context, args []string) int) {
 // returns what it printed on stderr and its exit status.
 func Run(t *testing.T, args ...string) (stderr string, status int) {
 	t.Helper()
+	_, stderr, status = Output(t, args...)
+	return stderr, status
+}
+
+// Output runs the command as Run does and returns what it printed on
+// stdout and on stderr, and its exit status.
+func Output(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
 	encoded, err := json.Marshal(args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), argsEnv+"="+string(encoded))
-	var out bytes.Buffer
-	cmd.Stderr = &out
+	var out, errOut bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errOut
 	err = cmd.Run()
 	var exit *exec.ExitError
 	switch {
 	case errors.As(err, &exit):
-		return out.String(), exit.ExitCode()
+		return out.String(), errOut.String(), exit.ExitCode()
 	case err != nil:
 		t.Fatalf("running the command: %v", err)
 	}
-	return out.String(), 0
+	return out.String(), errOut.String(), 0
+}
+
+// CheckVersion runs the command with --version and checks that it exits
+// with status 0 and prints one line on stdout, "<name> version <version>
+// (commit ..., built ...)", and nothing on stderr.
+func CheckVersion(t *testing.T, name string) {
+	t.Helper()
+	stdout, stderr, status := Output(t, "--version")
+	if status != 0 {
+		t.Errorf("exit status %d, want 0; stderr:\n%s", status, stderr)
+	}
+	if stderr != "" {
+		t.Errorf("stderr %q, want nothing", stderr)
+	}
+	want := version.Get().Line(name) + "\n"
+	if stdout != want {
+		t.Errorf("stdout %q, want %q", stdout, want)
+	}
 }
 
 // CheckJSON checks that every non-empty line of stderr is a JSON object and
