@@ -15,7 +15,7 @@ limitations under the License.
 */
 
 // Command replay-bounds is `kubectl vpa replay` with the reference rules
-// of docs/replay.md ("Reference rules") scored beside it: rules that read
+// of docs/dev/replay-research.md ("Reference rules") scored beside it: rules that read
 // the trace's own daily memory peaks, some of them the future, to bound
 // what an estimator could gain. They are research, not a feature, so no
 // release binary links them. It takes every flag of `kubectl vpa replay`
@@ -37,7 +37,7 @@ import (
 
 const usage = "Usage: go run ./hack/replay-bounds --trace FILE [--estimator NAME] [--out DIR] [flags]\n\n" +
 	"kubectl vpa replay, and the reference rules scored on each trace beside it: bounds.csv, their\n" +
-	"fronts on frontier.svg and the leanest setting of each (docs/replay.md).\n"
+	"fronts on frontier.svg and the leanest setting of each (docs/dev/replay-research.md).\n"
 
 func main() {
 	if err := run(signals.Context(), os.Args[1:], os.Stdout, os.Stderr); err != nil {

@@ -126,7 +126,7 @@ func sharedTrace(t *testing.T, file string) string {
 	return p
 }
 
-// TestBoundsOnBothTraces pins the reference rules docs/replay.md reports:
+// TestBoundsOnBothTraces pins the reference rules docs/dev/replay-research.md reports:
 // the leanest setting of each with at least 95% OOM-free days.
 func TestBoundsOnBothTraces(t *testing.T) {
 	tests := map[string]struct {

@@ -96,7 +96,7 @@ func TestDevelopmentTrace(t *testing.T) {
 	if peak.ChangesPerDayP99 > 7 {
 		t.Errorf("peak changes/day p99 %v, want ≤ 7", peak.ChangesPerDayP99)
 	}
-	// No percentile setting of the sweep (docs/replay.md) reaches 95%
+	// No percentile setting of the sweep (docs/dev/replay-research.md) reaches 95%
 	// OOM-free; its best, 93.2% with --target-memory-percentile=0.99
 	// --recommendation-margin-fraction=3, costs 0.88 slack. Peak must stay
 	// at least 0.05 leaner than that.
@@ -133,7 +133,7 @@ func replayDefaults(t *testing.T, file string, zeroMissing bool) map[string]Summ
 	return out
 }
 
-// TestAdaptiveDefaultsOnBothTraces pins the figures docs/replay.md reports
+// TestAdaptiveDefaultsOnBothTraces pins the figures docs/dev/replay-research.md reports
 // for the adaptive estimator's defaults with OOM feedback: on the
 // development trace, where the defaults were chosen, and on the holdout
 // trace, which played no part in choosing them; each also with 0-byte memory

@@ -26,7 +26,7 @@ import (
 // memory: each of these client-go packages imports client-go's all-groups
 // scheme (or is the shared informer factory), which links every built-in API
 // group into the binary, about 16 MB of it, most paged in at start
-// (docs/benchmarks.md, "Lean clients and compact caches").
+// (docs/dev/benchmarks.md, "Decisions backed by measurements").
 func TestRecommenderLinksOnlyLeanClients(t *testing.T) {
 	forbidden := []string{
 		"k8s.io/client-go/kubernetes",

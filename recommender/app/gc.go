@@ -24,7 +24,7 @@ import "runtime/debug"
 // once a minute, so collecting at 25% growth rather than Go's default 100%
 // keeps its heap within a few megabytes of what is live. Measured with
 // scale-test at 500 VPAs against 50%: peak RSS 41.5 against 44.5 MB, for
-// 0.4 s more CPU over the first two minutes (docs/benchmarks.md). GOGC, and
+// 0.4 s more CPU over the first two minutes (docs/dev/benchmarks.md). GOGC, and
 // GOMEMLIMIT, still apply when set.
 const DefaultGCPercent = 25
 
