@@ -64,7 +64,12 @@ NODE_SANDBOX_IMAGE=${NODE_SANDBOX_IMAGE:-registry.k8s.io/pause:3.10.2}
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server socat containerd kubelet kube-proxy)
 # The real node's binaries (node.sh): kubelet and kube-proxy, containerd with its runc shim and ctr.
 NODE_BINARIES=(kubelet kube-proxy containerd containerd-shim-runc-v2 ctr)
-BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server kubectl "${NODE_BINARIES[@]}")
+# What build.sh builds: the real node's binaries only when the real node runs (REAL_NODE=false, as
+# make demo and a second cluster use, skips containerd's build and the kubelet's link).
+BINARIES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok metrics-server kubectl)
+if [[ "${REAL_NODE}" == true ]]; then
+  BINARIES+=("${NODE_BINARIES[@]}")
+fi
 
 # Bump when build.sh changes how binaries are built (flags, ldflags), so caches are not reused.
 BUILD_REVISION=1

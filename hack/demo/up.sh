@@ -46,8 +46,12 @@ die() {
 step "Building the components"
 make -C "$ROOT" --no-print-directory build
 
+# The demo runs its workloads on KWOK nodes, whose usage the driver below sets, so it needs
+# neither the real node nor its images: REAL_NODE=false skips building containerd and the
+# kubelet, a third of a cold build. A running cluster is reused as it is, real node or not;
+# make test later adds the real node to it.
 step "Starting the local control plane (reused when it is running)"
-"$ROOT/hack/cluster/up.sh"
+REAL_NODE=${REAL_NODE:-false} "$ROOT/hack/cluster/up.sh"
 
 step "Applying the CRDs and the components' RBAC from deploy/"
 kubectl apply -f "$ROOT/deploy/crds/" >/dev/null
@@ -153,9 +157,10 @@ run vpa-admission-controller vpa-admission-controller \
   --vpa-object-namespace=demo --self-signed-cert-dir="$DEMO_DIR/certs" --reload-cert \
   --register-by-url --webhook-address=https://127.0.0.1 --webhook-port=18000 --port=18000 \
   --webhook-config-name=openvpa-demo --address=127.0.0.1:18944 --status-lease-update-interval=5s
+# --round-memory-bytes=1048576: memory in whole Mi (284Mi rather than 297164212 bytes).
 run vpa-recommender vpa-recommender \
   --vpa-object-namespace=demo --recommender-interval=10s --checkpoints-write-interval=30s \
-  --address=127.0.0.1:18942
+  --round-memory-bytes=1048576 --address=127.0.0.1:18942
 run vpa-updater vpa-updater \
   --vpa-object-namespace=demo --updater-interval=10s --address=127.0.0.1:18943
 
@@ -264,6 +269,10 @@ step "kubectl describe vpa steady -n demo"
 kubectl -n demo describe vpa steady
 
 cat <<MSG
+
+The upper bounds above are huge on purpose: the recommender widens each bound by how little
+history it has (upper × (1 + 1/days of history)), so after a few minutes they are far apart;
+they narrow over the first day, and LowConfidence=True says so meanwhile (docs/algorithm.md).
 
 OpenVPA is running against the local control plane (${KUBECONFIG}).
 Look further:
