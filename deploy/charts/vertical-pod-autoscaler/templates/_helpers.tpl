@@ -205,7 +205,7 @@ spec:
         image: {{ include "vpa.image" (list $root $c.image) }}
         imagePullPolicy: {{ $c.image.pullPolicy }}
         args:
-        {{- .args | nindent 8 }}
+        {{- .args | trim | regexReplaceAll "\n\\s*\n" "\n" | nindent 8 }}
         {{- $env := concat (.env | default list) ($c.extraEnv | default list) }}
         {{- with $env }}
         env:
@@ -235,10 +235,8 @@ spec:
         volumeMounts:
         {{- toYaml . | nindent 8 }}
         {{- end }}
-        {{- with $c.resources }}
         resources:
-          {{- toYaml . | nindent 10 }}
-        {{- end }}
+          {{- toYaml ($c.resources | default (dict "requests" (dict "cpu" "50m" "memory" "100Mi") "limits" (dict "cpu" "500m" "memory" "500Mi"))) | nindent 10 }}
         {{- with $root.Values.containerSecurityContext }}
         securityContext:
           {{- toYaml . | nindent 10 }}
