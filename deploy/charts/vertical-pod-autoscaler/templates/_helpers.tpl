@@ -205,7 +205,7 @@ spec:
         image: {{ include "vpa.image" (list $root $c.image) }}
         imagePullPolicy: {{ $c.image.pullPolicy }}
         args:
-        {{- .args | trim | regexReplaceAll "\n\\s*\n" "\n" | nindent 8 }}
+        {{- regexReplaceAll "\n\\s*\n" (.args | trim) "\n" | nindent 8 }}
         {{- $env := concat (.env | default list) ($c.extraEnv | default list) }}
         {{- with $env }}
         env:

@@ -273,7 +273,7 @@ func readme(meta chartMeta, root *key) []byte {
 	fmt.Fprintf(&b, "Chart version %s, OpenVPA %s. The chart accepts the values keys of upstream's chart\n", meta.Version, meta.AppVersion)
 	b.WriteString("(kubernetes/autoscaler `charts/vertical-pod-autoscaler`) with the same meaning; docs/helm.md in the\n")
 	b.WriteString("repository says what differs, how the webhook gets its certificate, and how to install into any namespace.\n\n")
-	b.WriteString("```sh\nhelm install vpa oci://ghcr.io/openvpa/charts/vertical-pod-autoscaler --namespace openvpa-system --create-namespace\nhelm test vpa --namespace openvpa-system\n```\n\n")
+	b.WriteString("```sh\nhelm install vpa deploy/charts/vertical-pod-autoscaler --namespace openvpa-system --create-namespace\nhelm test vpa --namespace openvpa-system\n```\n\n")
 	b.WriteString("Unknown keys are refused (values.schema.json).\n\n## Values\n\n")
 	b.WriteString("| Key | Type | Default | Description |\n|-----|------|---------|-------------|\n")
 	var walk func(k *key)
