@@ -16,6 +16,8 @@ limitations under the License.
 
 // Command vpa-admission-controller is OpenVPA's admission webhook: it applies
 // VPA recommendations to new pods and validates VerticalPodAutoscalers.
+// `vpa-admission-controller selftest` checks that a running webhook patches
+// new pods.
 package main
 
 import (
@@ -26,5 +28,5 @@ import (
 )
 
 func main() {
-	os.Exit(app.NewCommand().Execute(signals.Context(), os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(app.Main(signals.Context(), os.Args[1:], os.Stdout, os.Stderr))
 }

@@ -14,7 +14,9 @@
 # limitations under the License.
 
 # Copies deploy/crds and deploy/rbac into the Helm chart (files/crds, files/rbac), which templates
-# them for the release's namespace. hack/verify-chart.sh checks the copies.
+# them for the release's namespace, and generates the chart's values.schema.json and README.md
+# from the comments of its values.yaml (hack/tools/helm/chartdocs). hack/verify-chart.sh checks
+# all of them.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,3 +26,4 @@ for part in crds rbac; do
   mkdir -p "${CHART}/files/${part}"
   cp "${ROOT}/deploy/${part}/"*.yaml "${CHART}/files/${part}/"
 done
+(cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartdocs -chart "${CHART}")

@@ -14,9 +14,12 @@
 # limitations under the License.
 
 # Checks the Helm chart deploy/charts/vertical-pod-autoscaler: its copies of deploy/crds and
-# deploy/rbac are current (hack/update-chart.sh), `helm lint --strict` is clean, and rendered as
-# deploy/ is configured it installs the same ServiceAccounts, RBAC, Deployments, Service,
-# disruption budgets and CRDs as deploy/ (hack/tools/helm/chartcheck).
+# deploy/rbac, its values.schema.json and README.md are current (hack/update-chart.sh), `helm lint
+# --strict` is clean with each way of getting the webhook's certificate, and
+# hack/tools/helm/chartcheck passes: rendered as deploy/ is configured it installs the same
+# ServiceAccounts, RBAC, Deployments, Service, disruption budgets and CRDs as deploy/, rendered
+# into another namespace every namespaced object and namespace flag is there, upstream's values
+# keys render as they mean upstream, and unknown keys are refused.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +31,15 @@ for part in crds rbac; do
     failed=1
   fi
 done
+if ! (cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartdocs -chart "${CHART}" -check); then
+  failed=1
+fi
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}"
-"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.certificates.mode=cert-manager
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --namespace openvpa-system
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.certManager.enabled=true \
+  --set admissionController.certManager.createSelfSignedIssuer.enabled=true
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.tls.existingSecret=vpa-tls-certs
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.registerWebhook=true \
+  --set admissionController.replicas=1
 (cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartcheck -repo "${ROOT}")
 exit "${failed}"

@@ -85,6 +85,7 @@ func setup(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.config = "vpa-webhook-" + e.ns
+	c.AllowWebhookConfig(t, e.config)
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), e.config, metav1.DeleteOptions{})
 	})

@@ -17,9 +17,10 @@ limitations under the License.
 // Package helm installs the Helm chart deploy/charts/vertical-pod-autoscaler
 // with helm (pinned in hack/tools/helm, run through hack/helm.sh) into a
 // control plane of its own (a second instance of the local cluster, on free
-// ports), so that the chart goes into kube-system with its default names and
-// CRDs as a user installs it, without touching the shared cluster other
-// packages test against. The components' pods run on KWOK nodes, where they
+// ports), so that the chart goes into a namespace of its own (openvpa-system,
+// not kube-system: every namespaced object, Lease flag and the webhook follow
+// the release) with its default names and CRDs as a user installs it, without
+// touching the shared cluster other packages test against. The components' pods run on KWOK nodes, where they
 // are fake: the test checks what the chart does (every object created, the
 // Deployments available, the webhook configured with the chart's CA) and that
 // `helm uninstall` removes every object it created.
@@ -33,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,18 +128,25 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 	h := newHelm(t, c)
 	ctx := context.Background()
 	chart := filepath.Join(c.RepoRoot, "deploy", "charts", "vertical-pod-autoscaler")
+	const ns = "openvpa-system"
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
 
-	// The webhook leaves kube-system alone, where the components' own (fake) pods start: nothing
-	// answers it on KWOK.
-	h.run(t, "install", "vpa", chart, "--namespace", "kube-system", "--wait", "--timeout", "3m",
+	// The webhook leaves kube-system and the release's namespace alone, where the components'
+	// own (fake) pods start: nothing answers it on KWOK.
+	h.run(t, "install", "vpa", chart, "--namespace", ns, "--create-namespace", "--wait", "--timeout", "3m",
 		"--set", "crds.keep=false",
-		"--set-json", `admissionController.webhook.namespaceSelector={"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system"]}]}`)
-	objs := manifestObjects(t, h.run(t, "get", "manifest", "vpa", "--namespace", "kube-system"))
+		"--set-json", `admissionController.mutatingWebhookConfiguration.namespaceSelector={"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","openvpa-system"]}]}`)
+	objs := manifestObjects(t, h.run(t, "get", "manifest", "vpa", "--namespace", ns))
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
 
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
+		if o.GetNamespace() != "" && o.GetNamespace() != ns {
+			t.Errorf("%s %s is in namespace %s, not the release's %s", o.GetKind(), o.GetName(), o.GetNamespace(), ns)
+		}
 		if _, err := get(ctx, c, mapper, o); err != nil {
 			t.Errorf("%s %s/%s from the release: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
@@ -158,7 +167,7 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 	// so the status is polled.
 	for _, name := range []string{"vpa-recommender", "vpa-updater", "vpa-admission-controller"} {
 		framework.WaitFor(t, time.Minute, func() (bool, error) {
-			d, err := c.Client.AppsV1().Deployments("kube-system").Get(ctx, name, metav1.GetOptions{})
+			d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, err
 			}
@@ -168,8 +177,25 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 			return true, nil
 		})
 	}
+	// Every Lease the components take is in the release's namespace.
+	for name, flags := range map[string][]string{
+		"vpa-recommender":          {"--leader-elect-resource-namespace=" + ns},
+		"vpa-updater":              {"--leader-elect-resource-namespace=" + ns, "--admission-controller-status-lease-namespace=" + ns},
+		"vpa-admission-controller": {"--status-lease-namespace=" + ns},
+	} {
+		d, err := c.Client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+		for _, f := range flags {
+			if !strings.Contains(args, f) {
+				t.Errorf("deployment %s: arguments %q lack %s", name, args, f)
+			}
+		}
+	}
 	// The webhook configuration trusts the CA of the certificate the admission controller serves.
-	secret, err := c.Client.CoreV1().Secrets("kube-system").Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
+	secret, err := c.Client.CoreV1().Secrets(ns).Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,12 +212,26 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 	if !bytes.Equal(hook.ClientConfig.CABundle, secret.Data["caCert.pem"]) {
 		t.Errorf("webhook caBundle %q is not the secret's CA", base64.StdEncoding.EncodeToString(hook.ClientConfig.CABundle))
 	}
-	if s := hook.ClientConfig.Service; s == nil || s.Namespace != "kube-system" || s.Name != "vpa-webhook" {
-		t.Errorf("webhook service %+v, want kube-system/vpa-webhook", hook.ClientConfig.Service)
+	if s := hook.ClientConfig.Service; s == nil || s.Namespace != ns || s.Name != "vpa-webhook" {
+		t.Errorf("webhook service %+v, want %s/vpa-webhook", hook.ClientConfig.Service, ns)
+	}
+	if hook.TimeoutSeconds == nil || *hook.TimeoutSeconds != 5 {
+		t.Errorf("webhook timeoutSeconds %v, want the chart's default 5", hook.TimeoutSeconds)
+	}
+	// The admission controller may get, update and patch only its own webhook configuration.
+	role, err := c.Client.RbacV1().ClusterRoles().Get(ctx, "system:vpa-admission-controller", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range role.Rules {
+		if slices.Contains(r.Resources, "mutatingwebhookconfigurations") && !slices.Equal(r.Verbs, []string{"create"}) &&
+			!slices.Equal(r.ResourceNames, []string{"vpa-webhook-config"}) {
+			t.Errorf("admission controller rule %+v reaches other webhook configurations", r)
+		}
 	}
 	// An upgrade keeps the certificate (the chart reads it back).
-	h.run(t, "upgrade", "vpa", chart, "--namespace", "kube-system", "--reuse-values", "--wait", "--timeout", "3m")
-	again, err := c.Client.CoreV1().Secrets("kube-system").Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
+	h.run(t, "upgrade", "vpa", chart, "--namespace", ns, "--reuse-values", "--wait", "--timeout", "3m")
+	again, err := c.Client.CoreV1().Secrets(ns).Get(ctx, "vpa-tls-certs", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +257,7 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 			return err == nil, err
 		})
 	}
-	if _, err := h.try(t, "uninstall", "vpa", "--namespace", "kube-system", "--wait", "--timeout", "3m"); err != nil {
+	if _, err := h.try(t, "uninstall", "vpa", "--namespace", ns, "--wait", "--timeout", "3m"); err != nil {
 		t.Fatalf("%v\nobjects of the release left:%s", err, leftOver(ctx, c, mapper, objs))
 	}
 	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {

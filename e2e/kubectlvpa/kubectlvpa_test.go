@@ -92,6 +92,7 @@ func (e *env) runAdmission(t *testing.T) {
 	}
 	port, healthPort := framework.FreePort(t), framework.FreePort(t)
 	config := "vpa-webhook-" + e.ns
+	e.c.AllowWebhookConfig(t, config)
 	t.Cleanup(func() {
 		_ = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
 	})

@@ -112,7 +112,11 @@ func TestComponentPermissions(t *testing.T) {
 			{"list", "verticalpodautoscalers.autoscaling.k8s.io", ns, true},
 			{"list", "limitranges", ns, true},
 			{"create", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", true},
-			{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", true},
+			{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io/vpa-webhook-config", "", true},
+			{"patch", "mutatingwebhookconfigurations.admissionregistration.k8s.io/vpa-webhook-config", "", true},
+			// must not: another webhook configuration than its own
+			{"update", "mutatingwebhookconfigurations.admissionregistration.k8s.io/other-webhook", "", false},
+			{"get", "mutatingwebhookconfigurations.admissionregistration.k8s.io/other-webhook", "", false},
 			{"update", "leases.coordination.k8s.io", "kube-system", true},
 			{"list", "replicasets.apps", ns, true},
 			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},

@@ -299,6 +299,7 @@ func (e *env) runAdmissionController(t *testing.T, extra ...string) *framework.P
 	e.c.ApplyRBAC(t, "admission-controller")
 	port, healthPort := framework.FreePort(t), framework.FreePort(t)
 	config := "vpa-webhook-" + e.ns
+	e.c.AllowWebhookConfig(t, config)
 	t.Cleanup(func() {
 		_ = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
 	})

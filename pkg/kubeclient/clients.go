@@ -74,6 +74,13 @@ func (c Clients) Pods(namespace string) *gentype.ClientWithList[*corev1.Pod, *co
 		gentype.PrefersProtobuf[*corev1.Pod]())
 }
 
+// Deployments is a typed client of the apps/v1 Deployments in namespace.
+func (c Clients) Deployments(namespace string) *gentype.ClientWithList[*appsv1.Deployment, *appsv1.DeploymentList] {
+	return gentype.NewClientWithList("deployments", c.Apps, parameterCodec, namespace,
+		func() *appsv1.Deployment { return &appsv1.Deployment{} }, func() *appsv1.DeploymentList { return &appsv1.DeploymentList{} },
+		gentype.PrefersProtobuf[*appsv1.Deployment]())
+}
+
 // Events is a typed client of the core/v1 Events in namespace.
 func (c Clients) Events(namespace string) *gentype.ClientWithList[*corev1.Event, *corev1.EventList] {
 	return gentype.NewClientWithList("events", c.Core, parameterCodec, namespace,

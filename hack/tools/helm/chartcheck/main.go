@@ -20,7 +20,16 @@ limitations under the License.
 // Service, disruption budgets and CRDs equal deploy/'s, object for object
 // (labels aside: the chart adds its own). It renders the chart in process
 // with Helm's engine and reads the kustomization's resource lists itself, so
-// it needs neither a cluster nor kubectl.
+// it needs neither a cluster nor kubectl. deploy/ leaves the Lease namespace
+// flags at their default (kube-system, or $NAMESPACE), which the chart sets
+// explicitly: an argument naming the namespace deploy/ installs into in one
+// of those flags counts as absent.
+//
+// It then checks the chart on its own (checks.go): rendered into another
+// namespace, every namespaced object and every namespace flag is there and
+// nothing names kube-system; values written with upstream's keys render the
+// golden file testdata/upstream-values.golden.yaml; an unknown key is refused
+// with a message that names it.
 //
 //	go run ./chartcheck -repo ../../.. [-values FILE]
 package main
@@ -74,13 +83,19 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println("chartcheck: deploy/charts/vertical-pod-autoscaler installs what deploy/ installs")
+	if err := checkChart(*repo); err != nil {
+		fmt.Fprintln(os.Stderr, "chartcheck:", err)
+		os.Exit(1)
+	}
+	fmt.Println("chartcheck: the chart follows its namespace, takes upstream's keys and refuses unknown ones")
 }
 
 func run(repo, valuesFile, namespace string) error {
-	chartObjs, err := renderChart(filepath.Join(repo, "deploy", "charts", "vertical-pod-autoscaler"), valuesFile, namespace)
+	chartObjs, err := renderChart(chartDir(repo), valuesFile, namespace)
 	if err != nil {
 		return err
 	}
+	dropDefaultNamespaceFlags(chartObjs, namespace)
 	deployObjs, err := readKustomization(filepath.Join(repo, "deploy"))
 	if err != nil {
 		return err
@@ -88,24 +103,63 @@ func run(repo, valuesFile, namespace string) error {
 	return compare(chartObjs, deployObjs)
 }
 
+func chartDir(repo string) string {
+	return filepath.Join(repo, "deploy", "charts", "vertical-pod-autoscaler")
+}
+
+// namespaceFlags are the flags that name a namespace and default to
+// kube-system (or $NAMESPACE, kube-system in deploy/).
+var namespaceFlags = []string{"leader-elect-resource-namespace", "admission-controller-status-lease-namespace", "status-lease-namespace"}
+
+// dropDefaultNamespaceFlags removes from the Deployments' container
+// arguments the namespace flags set to namespace, deploy/'s default.
+func dropDefaultNamespaceFlags(objs map[string]object, namespace string) {
+	for _, o := range objs {
+		if o["kind"] != "Deployment" {
+			continue
+		}
+		for _, c := range containers(o) {
+			args, _ := c["args"].([]any)
+			kept := []any{}
+			for _, a := range args {
+				drop := false
+				for _, f := range namespaceFlags {
+					drop = drop || a == "--"+f+"="+namespace
+				}
+				if !drop {
+					kept = append(kept, a)
+				}
+			}
+			c["args"] = kept
+		}
+	}
+}
+
+// containers returns a Deployment's containers, to change in place.
+func containers(o object) []map[string]any {
+	spec, _ := o["spec"].(map[string]any)
+	tmpl, _ := spec["template"].(map[string]any)
+	pod, _ := tmpl["spec"].(map[string]any)
+	list, _ := pod["containers"].([]any)
+	var out []map[string]any
+	for _, c := range list {
+		if m, ok := c.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // renderChart renders the chart as `helm template --namespace` would,
 // without a cluster.
 func renderChart(dir, valuesFile, namespace string) (map[string]object, error) {
-	ch, err := loader.Load(dir)
-	if err != nil {
-		return nil, fmt.Errorf("loading the chart: %w", err)
-	}
 	vals, err := chartutil.ReadValuesFile(valuesFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", valuesFile, err)
 	}
-	top, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{Name: "vpa", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities)
+	files, err := renderFiles(dir, vals, namespace)
 	if err != nil {
 		return nil, err
-	}
-	files, err := engine.Render(ch, top)
-	if err != nil {
-		return nil, fmt.Errorf("rendering the chart: %w", err)
 	}
 	out := map[string]object{}
 	names := make([]string, 0, len(files))
@@ -114,11 +168,38 @@ func renderChart(dir, valuesFile, namespace string) (map[string]object, error) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
+		if strings.HasSuffix(n, "NOTES.txt") {
+			continue
+		}
 		if err := addDocuments(out, files[n], n); err != nil {
 			return nil, err
 		}
 	}
+	for k, o := range out {
+		meta, _ := o["metadata"].(map[string]any)
+		if ann, _ := meta["annotations"].(map[string]any); ann["helm.sh/hook"] != nil {
+			delete(out, k) // `helm test` objects: not installed
+		}
+	}
 	return out, nil
+}
+
+// renderFiles renders the chart's templates as `helm template` would (the
+// values checked against values.schema.json first), by file name.
+func renderFiles(dir string, vals chartutil.Values, namespace string) (map[string]string, error) {
+	ch, err := loader.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the chart: %w", err)
+	}
+	top, err := chartutil.ToRenderValuesWithSchemaValidation(ch, vals, chartutil.ReleaseOptions{Name: "vpa", Namespace: namespace, IsInstall: true}, chartutil.DefaultCapabilities, false)
+	if err != nil {
+		return nil, err
+	}
+	files, err := engine.Render(ch, top)
+	if err != nil {
+		return nil, fmt.Errorf("rendering the chart: %w", err)
+	}
+	return files, nil
 }
 
 // readKustomization reads the objects a kustomization lists, following its

@@ -17,6 +17,7 @@ limitations under the License.
 package main
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,6 +25,8 @@ import (
 )
 
 const repo = "../../../.."
+
+var update = flag.Bool("update", false, "write testdata/upstream-values.golden.yaml")
 
 func TestChartInstallsWhatDeployInstalls(t *testing.T) {
 	if err := run(repo, filepath.Join(repo, "hack", "tools", "helm", "chartcheck", "as-deploy.yaml"), "kube-system"); err != nil {
@@ -51,6 +54,8 @@ func TestDifferencesAreFound(t *testing.T) {
 			want: "Deployment kube-system/vpa-recommender: spec differs"},
 		"the chart's own webhook registration": {values: "{}", namespace: "kube-system",
 			want: "Deployment kube-system/vpa-admission-controller: spec differs"},
+		"a Lease in another namespace": {values: string(asDeploy) + "recommender:\n  leaderElection:\n    resourceNamespace: leases\n", namespace: "kube-system",
+			want: "Deployment kube-system/vpa-recommender: spec differs"},
 		"another namespace": {values: string(asDeploy), namespace: "vpa",
 			want: "the chart does not install ServiceAccount kube-system/vpa-recommender"},
 		"RBAC left out": {values: string(asDeploy) + "rbac:\n  create: false\n", namespace: "kube-system",
@@ -74,5 +79,71 @@ func TestKustomizationFeaturesItCannotApplyAreRefused(t *testing.T) {
 	}
 	if _, err := readKustomization(dir); err == nil || !strings.Contains(err.Error(), `"patches"`) {
 		t.Errorf("readKustomization = %v, want patches refused", err)
+	}
+}
+
+func TestChartFollowsItsNamespace(t *testing.T) {
+	if err := checkNamespace(repo, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNamespaceCheckFindsKubeSystem: a Lease left in kube-system is found.
+func TestNamespaceCheckFindsKubeSystem(t *testing.T) {
+	vals := map[string]any{"updater": map[string]any{"leaderElection": map[string]any{"resourceNamespace": "kube-system"}}}
+	err := checkNamespace(repo, vals)
+	if err == nil || !strings.Contains(err.Error(), "names kube-system") || !strings.Contains(err.Error(), "does not set --leader-elect-resource-namespace") {
+		t.Errorf("checkNamespace = %v, want kube-system and the flag found", err)
+	}
+}
+
+// TestUpstreamValues renders upstream's keys against the golden file and
+// checks what they mean upstream.
+func TestUpstreamValues(t *testing.T) {
+	if err := checkUpstreamValues(repo, *update); err != nil {
+		t.Fatal(err)
+	}
+	golden, err := os.ReadFile(filepath.Join("testdata", "upstream-values.golden.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`- "--recommender-interval=30s"`,                      // extraArgs, a list
+		"- --leader-elect-resource-name=my-recommender-lease", // leaderElection
+		"- --leader-elect-lease-duration=30s",                 //
+		"- --leader-elect-resource-namespace=vpa-leases",      // updater's resourceNamespace
+		`- "--in-place-skip-disruption-budget=true"`,          // updater's extraArgs
+		"- --v=4",             // logLevel
+		"failurePolicy: Fail", // mutatingWebhookConfiguration
+		"timeoutSeconds: 10",  //
+		"vpa: enabled",        // objectSelector
+		"cert-manager.io/inject-ca-from: openvpa-system/vpa-webhook", // certManager
+		"name: cluster-ca",                                  // issuerRef
+		"renewBefore: 48h",                                  //
+		"minAvailable: 1",                                   // podDisruptionBudget
+		"iam.example.com/role: vpa",                         // serviceAccount.annotations
+		"tier: control",                                     // podLabels
+		"team: platform",                                    // commonLabels
+		"name: GOMAXPROCS",                                  // extraEnv
+		"priorityClassName: system-cluster-critical",        //
+		"revisionHistoryLimit: 5",                           //
+		"topology.kubernetes.io/zone",                       // topologySpreadConstraints
+		"hostNetwork: true",                                 // admissionController.hostNetwork
+		"image: registry.example.com/vpa-recommender:1.7.0", // image
+		"name: regcred",                                     // imagePullSecrets
+		"- --register-webhook=false",                        // registerWebhook: false
+	} {
+		if !strings.Contains(string(golden), want) {
+			t.Errorf("rendered upstream values lack %q", want)
+		}
+	}
+	if strings.Contains(string(golden), "kind: Secret\n") {
+		t.Error("with cert-manager the chart renders a Secret of its own")
+	}
+}
+
+func TestUnknownKeysAreRefused(t *testing.T) {
+	if err := checkUnknownKey(repo); err != nil {
+		t.Fatal(err)
 	}
 }
