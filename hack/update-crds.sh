@@ -14,7 +14,8 @@
 # limitations under the License.
 
 # Regenerates the CustomResourceDefinitions in deploy/crds/ from the markers in
-# apis/ with controller-gen (version pinned in hack/tools/go.mod).
+# apis/ with controller-gen (version pinned in hack/tools/go.mod): v1, served and stored, and
+# v1beta2, neither served nor stored, kept for clusters whose storedVersions still name it.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,4 +25,5 @@ mkdir -p "$OUT"
 cd "$ROOT"
 go -C hack/tools tool controller-gen crd:crdVersions=v1,allowDangerousTypes=true \
   paths="$ROOT/apis/autoscaling/v1/..." \
+  paths="$ROOT/apis/autoscaling/v1beta2/..." \
   output:crd:dir="$OUT"

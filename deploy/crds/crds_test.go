@@ -82,19 +82,79 @@ func TestCRDsAreValid(t *testing.T) {
 			if errs := validation.ValidateCustomResourceDefinition(context.Background(), internal); len(errs) > 0 {
 				t.Fatalf("invalid CRD: %v", errs.ToAggregate())
 			}
-			if len(v1crd.Spec.Versions) != 1 || v1crd.Spec.Versions[0].Name != "v1" || !v1crd.Spec.Versions[0].Served || !v1crd.Spec.Versions[0].Storage {
-				t.Fatalf("want only v1, served and stored; got %+v", v1crd.Spec.Versions)
+			for _, v := range v1crd.Spec.Versions {
+				internalSchema := &apiextensions.JSONSchemaProps{}
+				if err := scheme.Convert(v.Schema.OpenAPIV3Schema, internalSchema, nil); err != nil {
+					t.Fatal(err)
+				}
+				s, err := structuralschema.NewStructural(internalSchema)
+				if err != nil {
+					t.Fatalf("%s: %v", v.Name, err)
+				}
+				if errs := structuralschema.ValidateStructural(field.NewPath("schema"), s); len(errs) > 0 {
+					t.Fatalf("%s is not structural: %v", v.Name, errs.ToAggregate())
+				}
 			}
-			internalSchema := &apiextensions.JSONSchemaProps{}
-			if err := scheme.Convert(v1crd.Spec.Versions[0].Schema.OpenAPIV3Schema, internalSchema, nil); err != nil {
-				t.Fatal(err)
+		})
+	}
+}
+
+// version returns the CRD's version of that name; the test fails if there is none.
+func version(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, name string) apiextensionsv1.CustomResourceDefinitionVersion {
+	t.Helper()
+	for _, v := range crd.Spec.Versions {
+		if v.Name == name {
+			return v
+		}
+	}
+	t.Fatalf("%s has no version %s", crd.Name, name)
+	return apiextensionsv1.CustomResourceDefinitionVersion{}
+}
+
+// TestCRDVersions: v1 is the one version served and stored; v1beta2 stays in the CRD, neither
+// served nor stored, as in upstream's CRD. A cluster that stored v1beta2 objects once lists it
+// in status.storedVersions, and the API server refuses an update of the CRD that drops it
+// ("must appear in spec.versions"), so without it the CRDs could not be applied over such a
+// cluster's.
+func TestCRDVersions(t *testing.T) {
+	type want struct {
+		served, storage, deprecated bool
+		warning                     string
+	}
+	for _, tc := range []struct {
+		crd      string
+		versions map[string]want
+	}{{
+		crd: "verticalpodautoscalers.autoscaling.k8s.io",
+		versions: map[string]want{
+			"v1":      {served: true, storage: true},
+			"v1beta2": {deprecated: true, warning: "autoscaling.k8s.io/v1beta2 API is deprecated"},
+		},
+	}, {
+		crd: "verticalpodautoscalercheckpoints.autoscaling.k8s.io",
+		versions: map[string]want{
+			"v1":      {served: true, storage: true},
+			"v1beta2": {},
+		},
+	}} {
+		t.Run(tc.crd, func(t *testing.T) {
+			crd := loadCRDs(t)[tc.crd]
+			if crd == nil {
+				t.Fatalf("no CRD %s in deploy/crds", tc.crd)
 			}
-			s, err := structuralschema.NewStructural(internalSchema)
-			if err != nil {
-				t.Fatal(err)
+			if len(crd.Spec.Versions) != len(tc.versions) {
+				t.Fatalf("versions %+v, want exactly %v", crd.Spec.Versions, tc.versions)
 			}
-			if errs := structuralschema.ValidateStructural(field.NewPath("schema"), s); len(errs) > 0 {
-				t.Fatalf("not structural: %v", errs.ToAggregate())
+			for name, w := range tc.versions {
+				v := version(t, crd, name)
+				warning := ""
+				if v.DeprecationWarning != nil {
+					warning = *v.DeprecationWarning
+				}
+				got := want{served: v.Served, storage: v.Storage, deprecated: v.Deprecated, warning: warning}
+				if got != w {
+					t.Errorf("version %s: %+v, want %+v", name, got, w)
+				}
 			}
 		})
 	}
@@ -108,7 +168,7 @@ func TestVPACRDShape(t *testing.T) {
 	if got := crd.Spec.Names.ShortNames; len(got) != 1 || got[0] != "vpa" {
 		t.Errorf("short names = %v, want [vpa]", got)
 	}
-	v := crd.Spec.Versions[0]
+	v := version(t, crd, "v1")
 	if v.Subresources == nil || v.Subresources.Status == nil {
 		t.Error("the status subresource is not enabled")
 	}
@@ -146,7 +206,7 @@ func TestCheckpointCRDShape(t *testing.T) {
 	if got := crd.Spec.Names.ShortNames; len(got) != 1 || got[0] != "vpacheckpoint" {
 		t.Errorf("short names = %v, want [vpacheckpoint]", got)
 	}
-	weights := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["status"].Properties["cpuHistogram"].Properties["bucketWeights"]
+	weights := version(t, crd, "v1").Schema.OpenAPIV3Schema.Properties["status"].Properties["cpuHistogram"].Properties["bucketWeights"]
 	if weights.XPreserveUnknownFields == nil || !*weights.XPreserveUnknownFields || weights.Type != "object" {
 		t.Errorf("bucketWeights must be an object preserving unknown fields, got %+v", weights)
 	}
