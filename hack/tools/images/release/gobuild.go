@@ -42,7 +42,7 @@ type GoBuilder struct {
 // Ldflags are the linker flags that stamp m into pkg/version, as the
 // Makefile's VERSION_LDFLAGS do.
 func Ldflags(m Meta) string {
-	return fmt.Sprintf("-X %[1]s.version=%s -X %[1]s.commit=%s -X %[1]s.buildDate=%s",
+	return fmt.Sprintf("-X %[1]s.version=%[2]s -X %[1]s.commit=%[3]s -X %[1]s.buildDate=%[4]s",
 		VersionPackage, m.Version, m.Commit, m.Labels("")[LabelCreated])
 }
 
