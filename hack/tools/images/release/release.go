@@ -96,13 +96,13 @@ func (i Image) Ref() string { return i.Repository + ":" + i.Tag + "@" + i.Digest
 
 // Chart is the packaged chart, as the chart step records it.
 type Chart struct {
-	Name       string `json:"name"`
-	Version    string `json:"version"`
-	Reference  string `json:"reference"`
-	Digest     string `json:"digest"`
-	File       string `json:"file"`
-	SHA256     string `json:"sha256"`
-	Pushed     bool   `json:"pushed"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Reference string `json:"reference"`
+	Digest    string `json:"digest"`
+	File      string `json:"file"`
+	SHA256    string `json:"sha256"`
+	Pushed    bool   `json:"pushed"`
 }
 
 // File names in Out.
