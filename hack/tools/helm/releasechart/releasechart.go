@@ -233,9 +233,8 @@ func Render(deployDir string, images map[string]string) ([]byte, error) {
 		return nil, err
 	}
 	k := types.Kustomization{
-		APIVersion: types.KustomizationVersion,
-		Kind:       types.KustomizationKind,
-		Resources:  []string{"../deploy"},
+		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		Resources: []string{"../deploy"},
 	}
 	for _, name := range slices.Sorted(func(yield func(string) bool) {
 		for n := range ImageValues {
