@@ -85,6 +85,31 @@ $(IMAGES_DIR)/bin/%: FORCE
 images-import: images ## Import _output/images into containerd's k8s.io namespace (CTR=path CONTAINERD_ADDRESS=socket).
 	hack/images/import.sh
 
+##@ Release
+
+# make release VERSION=v1.2.3 REGISTRY=ghcr.io/openvpa: see docs/release.md. PUSH=0 only writes
+# the files; PLAIN_HTTP=1 talks http to the registry (one on loopback); ALLOW_DIRTY=1 releases a
+# tree with uncommitted changes; RELEASE_DOWNLOAD_URL is where the plugin archives will be
+# downloaded from (the krew manifest's URIs).
+RELEASE_DIR = $(CURDIR)/_output/release/$(VERSION)
+PUSH ?= 1
+PLAIN_HTTP ?= 0
+ALLOW_DIRTY ?= 0
+RELEASE_DOWNLOAD_URL ?= https://github.com/openvpa/openvpa/releases/download/$(VERSION)
+RELEASE_FLAGS = --repo=$(CURDIR) --version=$(VERSION) --registry=$(REGISTRY) --out=$(RELEASE_DIR) \
+	--source-date-epoch=$(SOURCE_DATE_EPOCH) --push=$(if $(filter 1 true yes,$(PUSH)),true,false) \
+	--plain-http=$(if $(filter 1 true yes,$(PLAIN_HTTP)),true,false)
+
+.PHONY: release
+release: ## Build a release (VERSION=vX.Y.Z REGISTRY=host[:port]/path): multi-arch images, chart, plugin archives, krew manifest, openvpa.yaml into _output/release/VERSION; push images and chart.
+	@if [ "$(origin VERSION)" = file ]; then echo "make release: VERSION is required, e.g. make release VERSION=v1.2.3 REGISTRY=ghcr.io/openvpa" >&2; exit 1; fi
+	@if [ -z "$(REGISTRY)" ]; then echo "make release: REGISTRY is required, e.g. REGISTRY=ghcr.io/openvpa" >&2; exit 1; fi
+	$(GO) run -C $(IMAGE_TOOLS) ./cmd/release $(RELEASE_FLAGS) --commit=$(COMMIT) \
+		--download-url=$(RELEASE_DOWNLOAD_URL) --allow-dirty=$(if $(filter 1 true yes,$(ALLOW_DIRTY)),true,false)
+	GOWORK=off $(GO) run -C hack/tools/helm ./cmd/releasechart $(RELEASE_FLAGS)
+	$(GO) run -C $(IMAGE_TOOLS) ./cmd/release --finalize --version=$(VERSION) --out=$(RELEASE_DIR)
+	@echo "release $(VERSION) in $(RELEASE_DIR)"
+
 ##@ Test
 
 .PHONY: test

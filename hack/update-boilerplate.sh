@@ -14,7 +14,7 @@
 # limitations under the License.
 
 # Adds the Apache-2.0 licence header (hack/boilerplate.*.txt) to every hand-written source file
-# that lacks it: Go files, shell scripts, Makefiles and Dockerfiles. A Go file's //go:build lines
+# that lacks it: Go files, shell scripts and Makefiles. A Go file's //go:build lines
 # stay first; a script's #! line stays first.
 #
 #   hack/update-boilerplate.sh           add the missing headers
@@ -29,7 +29,7 @@ list_only=false
 # sources prints the files that must carry the header: tracked or new, never ignored ones.
 sources() {
   git ls-files --cached --others --exclude-standard -- \
-    '*.go' '*.sh' '.ci/run' 'Makefile' '*/Makefile' 'Dockerfile' '*/Dockerfile'
+    '*.go' '*.sh' '.ci/run' 'Makefile' '*/Makefile'
 }
 
 # has_header: the header's first lines within the file's first 20.
