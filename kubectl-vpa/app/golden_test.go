@@ -323,16 +323,26 @@ func TestValidate(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"explain table":         {cmd: "explain"},
-		"explain html refused":  {cmd: "explain", args: []string{"-o", "html"}, wantErr: `unsupported output format "html" for explain`},
-		"report html needs out": {cmd: "report", args: []string{"-o", "html"}, wantErr: "-o html needs --out FILE"},
-		"-n with -A":            {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
-		"bad max cpu":           {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
-		"min replicas":          {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
-		"explain adaptive":      {cmd: "explain", args: []string{"--estimator=adaptive", "--adaptive-memory-margins=0,0.2", "--memory-histogram-decay-half-life=48h"}},
-		"unknown estimator":     {cmd: "explain", args: []string{"--estimator=magic"}, wantErr: `--estimator: unknown estimator "magic"`},
-		"bad estimator setting": {cmd: "explain", args: []string{"--estimator=peak", "--peak-memory-upper-bound-factor=0.5"}, wantErr: "peak memory upper bound factor"},
-		"bad model setting":     {cmd: "explain", args: []string{"--oom-bump-up-ratio=0.5"}, wantErr: "oom bump-up ratio must be >= 1"},
+		"explain table":          {cmd: "explain"},
+		"explain html refused":   {cmd: "explain", args: []string{"-o", "html"}, wantErr: `unsupported output format "html" for explain`},
+		"report html needs out":  {cmd: "report", args: []string{"-o", "html"}, wantErr: "-o html needs --out FILE"},
+		"-n with -A":             {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
+		"bad max cpu":            {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
+		"min replicas":           {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
+		"explain adaptive":       {cmd: "explain", args: []string{"--estimator=adaptive", "--adaptive-memory-margins=0,0.2", "--memory-histogram-decay-half-life=48h"}},
+		"unknown estimator":      {cmd: "explain", args: []string{"--estimator=magic"}, wantErr: `--estimator: unknown estimator "magic"`},
+		"bad estimator setting":  {cmd: "explain", args: []string{"--estimator=peak", "--peak-memory-upper-bound-factor=0.5"}, wantErr: "peak memory upper bound factor"},
+		"bad model setting":      {cmd: "explain", args: []string{"--oom-bump-up-ratio=0.5"}, wantErr: "oom bump-up ratio must be >= 1"},
+		"report csv":             {cmd: "report", args: []string{"-o", "csv", "-l", "team in (a,b),!legacy", "--target-selector", "tier=web"}},
+		"csv only for report":    {cmd: "explain", args: []string{"-o", "csv"}, wantErr: `unsupported output format "csv" for explain`},
+		"bad selector":           {cmd: "report", args: []string{"-l", "team in a"}, wantErr: `-l "team in a"`},
+		"bad target selector":    {cmd: "export", args: []string{"--target-selector", "=x"}, wantErr: "--target-selector"},
+		"kubectl's bare seconds": {cmd: "report", args: []string{"--request-timeout=5"}},
+		"no timeout":             {cmd: "report", args: []string{"--request-timeout=0"}},
+		"bad timeout":            {cmd: "report", args: []string{"--request-timeout=soon"}, wantErr: `--request-timeout "soon"`},
+		"impersonation":          {cmd: "export", args: []string{"--as=jane", "--as-group=dev", "--as-group=ops", "--cluster=c", "--user=u"}},
+		"export format":          {cmd: "export", args: []string{"--format=kustomize"}, wantErr: `--format "kustomize"`},
+		"export value":           {cmd: "export", args: []string{"--value=p95"}, wantErr: `--value "p95"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -366,6 +376,23 @@ func TestMainErrors(t *testing.T) {
 	kc := filepath.Join(t.TempDir(), "missing")
 	if err := Main(context.Background(), []string{"explain", "x", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"explain"}, "explain needs a VPA name, or -l SELECTOR"},
+		{[]string{"explain", "web", "-l", "a=b"}, "a VPA name or -l (and -A), not both"},
+		{[]string{"explain", "a", "b"}, "explain takes one VPA name"},
+		{[]string{"report", "web"}, "report takes no arguments"},
+		{[]string{"export", "web", "-A"}, "names and -A cannot be used together"},
+		// Arguments are checked before the kubeconfig is read.
+		{[]string{"export", "web", "-A", "--kubeconfig=" + kc}, "names and -A"},
+		{[]string{"export", "--kubeconfig=" + kc}, "kubeconfig"},
+	} {
+		if err := Main(context.Background(), tc.args, &out, &errOut); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%q: error %v, want one containing %q", tc.args, err, tc.wantErr)
+		}
 	}
 	// replay reads a trace, not a cluster: it needs no kubeconfig.
 	if err := Main(context.Background(), []string{"replay", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "unknown flag: --kubeconfig") {
