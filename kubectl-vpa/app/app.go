@@ -36,9 +36,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -77,10 +76,12 @@ version: the plugin's version, commit and build date.
 
 // Options are the command line.
 type Options struct {
-	// Config are kubectl's connection flags (--kubeconfig, --context,
-	// --cluster, --user, -n, --as, --as-group, --request-timeout, ...),
-	// read as kubectl reads them.
-	Config        *genericclioptions.ConfigFlags
+	// Kubeconfig and Overrides are kubectl's connection flags
+	// (--kubeconfig, --context, --cluster, --user, -n, --as, --as-group,
+	// --request-timeout, ...), under kubectl's names, read by client-go's
+	// clientcmd as kubectl reads them.
+	Kubeconfig    string
+	Overrides     clientcmd.ConfigOverrides
 	AllNamespaces bool
 	// Selector selects VPAs by their labels (-l); TargetSelector selects
 	// them by their target workload's labels.
@@ -102,16 +103,18 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	cf := genericclioptions.NewConfigFlags(false)
-	// The plugin keeps no discovery cache.
-	cf.CacheDir = nil
-	cf.Timeout = ptr.To("30s")
-	return &Options{Config: cf, Output: "table", Explain: explain.DefaultOptions(), Export: export.DefaultOptions(), minReplicas: 2}
+	return &Options{Overrides: clientcmd.ConfigOverrides{Timeout: "30s"}, Output: "table", Explain: explain.DefaultOptions(), Export: export.DefaultOptions(), minReplicas: 2}
 }
 
 // AddFlags registers the flags of subcommand cmd.
 func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
-	o.Config.AddFlags(fs)
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	// As kubectl: no basic-auth flags.
+	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
+	names.Timeout.Default = o.Overrides.Timeout
+	names.Timeout.Description = "How long to wait for the API server: each request, and the whole command. A duration (30s, 2m); 0 waits without limit."
+	clientcmd.BindOverrideFlags(&o.Overrides, fs, names)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Every namespace's VPAs (explain: with -l).")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector on the VPAs (e.g. -l team=shop,tier!=batch); supports '=', '==', '!=', 'in', 'notin' and 'key'/'!key'.")
 	switch cmd {
@@ -163,16 +166,16 @@ func (o *Options) Validate(cmd string) error {
 	if o.Output == "html" && o.Out == "" {
 		return errors.New("-o html needs --out FILE")
 	}
-	if o.AllNamespaces && *o.Config.Namespace != "" {
+	if o.AllNamespaces && o.Overrides.Context.Namespace != "" {
 		return errors.New("-n and -A cannot be used together")
 	}
-	timeout := *o.Config.Timeout
+	timeout := o.Overrides.Timeout
 	if _, err := strconv.Atoi(timeout); err == nil {
 		timeout += "s" // kubectl reads a bare number as seconds
 	}
 	d, err := time.ParseDuration(timeout)
 	if err != nil || d < 0 {
-		return fmt.Errorf("--request-timeout %q: want a duration such as 30s or 2m, 0 for none", *o.Config.Timeout)
+		return fmt.Errorf("--request-timeout %q: want a duration such as 30s or 2m, 0 for none", o.Overrides.Timeout)
 	}
 	o.requestTimeout = d
 	if o.selector, err = parseSelector("-l", o.Selector); err != nil {
@@ -208,6 +211,18 @@ func (o *Options) Validate(cmd string) error {
 		o.Explain.Estimators.Config.MaxAllowed = max
 	}
 	return nil
+}
+
+// clientConfig loads the kubeconfig as kubectl does: --kubeconfig, else
+// $KUBECONFIG, else ~/.kube/config, with the connection flags applied.
+func (o *Options) clientConfig() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	overrides := o.Overrides
+	if _, err := strconv.Atoi(overrides.Timeout); err == nil {
+		overrides.Timeout += "s"
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
 }
 
 func parseSelector(flag, s string) (labels.Selector, error) {
@@ -279,7 +294,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case cmd == "export" && fs.NArg() > 0 && o.AllNamespaces:
 		return errors.New("export takes VPA names within one namespace: names and -A cannot be used together")
 	}
-	cc := o.Config.ToRawKubeConfigLoader()
+	cc := o.clientConfig()
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)

@@ -19,12 +19,14 @@ package export
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -32,8 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -209,40 +210,42 @@ func TestWriteDir(t *testing.T) {
 	}
 }
 
-// TestKustomizeRendersComponent runs kustomize (the library kubectl
-// kustomize runs) on an overlay that takes the manifests and the written
-// Component, and checks that the workloads come out with the exported
-// requests and limits and nothing else changed.
-func TestKustomizeRendersComponent(t *testing.T) {
+// TestPatchesApply applies the patches to the manifests as kept in Git
+// (the strategic-merge patch with apimachinery's strategic merge, the JSON
+// patch with the RFC 6902 library kustomize also uses) and checks that the
+// workloads come out with the exported requests and limits and nothing
+// else of their resources changed. e2e/kubectlvpa runs kubectl kustomize
+// on the written Component.
+func TestPatchesApply(t *testing.T) {
 	ix := fixture(t)
+	proxy := func(cpu, mem string) corev1.ResourceRequirements {
+		r := rl(cpu, mem)
+		r[corev1.ResourceEphemeralStorage] = resource.MustParse("1Gi")
+		return corev1.ResourceRequirements{Requests: r}
+	}
 	tests := map[string]struct {
 		format     string
 		value      string
 		containers []string
-		// want are the rendered resources of web's proxy and app and
-		// nightly's batch.
+		// want are the resources of web's proxy and app and nightly's
+		// batch after the patches.
 		proxy, app, batch corev1.ResourceRequirements
 	}{
-		"strategic target": {format: FormatStrategic, value: ValueTarget,
-			proxy: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("100Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
+		"strategic target": {format: FormatStrategic, value: ValueTarget, proxy: proxy("20m", "100Mi"),
 			// memory capped to maxAllowed 512Mi; limits keep the ratio 2.
 			app:   corev1.ResourceRequirements{Requests: rl("300m", "512Mi"), Limits: rl("600m", "1Gi")},
 			batch: corev1.ResourceRequirements{Requests: rl("1500m", "2Gi")}},
-		"json6902 target": {format: FormatJSON6902, value: ValueTarget,
-			proxy: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m"), corev1.ResourceMemory: resource.MustParse("100Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
+		"json6902 target": {format: FormatJSON6902, value: ValueTarget, proxy: proxy("20m", "100Mi"),
 			app:   corev1.ResourceRequirements{Requests: rl("300m", "512Mi"), Limits: rl("600m", "1Gi")},
 			batch: corev1.ResourceRequirements{Requests: rl("1500m", "2Gi")}},
+		// nightly's recommendation has no uncapped target or bounds:
+		// no patch, its manifest stays as it is.
 		"json6902 uncapped target of app only": {format: FormatJSON6902, value: ValueUncappedTarget, containers: []string{"app"},
-			proxy: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
-			app:   corev1.ResourceRequirements{Requests: rl("300m", "900Mi"), Limits: rl("600m", "1800Mi")},
-			// nightly's recommendation has no uncapped target: nothing
-			// to set, so its manifest is left as it is.
-			batch: corev1.ResourceRequirements{}},
-		"strategic lower bound": {format: FormatStrategic, value: ValueLowerBound,
-			proxy: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("80Mi"), corev1.ResourceEphemeralStorage: resource.MustParse("1Gi")}},
-			app:   corev1.ResourceRequirements{Requests: rl("250m", "400Mi"), Limits: rl("500m", "800Mi")},
-			batch: corev1.ResourceRequirements{}},
+			proxy: proxy("50m", "64Mi"), app: corev1.ResourceRequirements{Requests: rl("300m", "900Mi"), Limits: rl("600m", "1800Mi")}},
+		"strategic lower bound": {format: FormatStrategic, value: ValueLowerBound, proxy: proxy("10m", "80Mi"),
+			app: corev1.ResourceRequirements{Requests: rl("250m", "400Mi"), Limits: rl("500m", "800Mi")}},
 	}
+	docs := strings.Split(manifests, "---\n")
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			o := Options{Format: tc.format, Value: tc.value, Containers: tc.containers}
@@ -250,43 +253,60 @@ func TestKustomizeRendersComponent(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := Compute(ix, ix.VPAs, o)
-			root := t.TempDir()
-			if _, err := WriteDir(filepath.Join(root, "vpa"), r.Patches, WriteOptions{Format: tc.format, Value: tc.value}); err != nil {
-				t.Fatal(err)
-			}
-			overlay := filepath.Join(root, "overlay")
-			write(t, filepath.Join(overlay, "workloads.yaml"), manifests)
-			write(t, filepath.Join(overlay, "kustomization.yaml"), "namespace: shop\nresources:\n- workloads.yaml\ncomponents:\n- ../vpa\n")
-			m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
-			if err != nil {
-				t.Fatalf("kustomize: %v", err)
-			}
-			out, err := m.AsYaml()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var web appsv1.Deployment
-			var nightly batchv1.CronJob
-			for _, doc := range strings.Split(string(out), "---\n") {
-				into := any(&web)
-				if strings.Contains(doc, "kind: CronJob") {
-					into = &nightly
-				}
-				if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
-					t.Fatalf("%v in\n%s", err, doc)
-				}
-			}
-			if web.Namespace != "shop" || len(web.Spec.Template.Spec.Containers) != 2 || len(nightly.Spec.JobTemplate.Spec.Template.Spec.Containers) != 1 {
-				t.Fatalf("rendered:\n%s", out)
-			}
+			web, nightly := &appsv1.Deployment{}, &batchv1.CronJob{}
+			apply(t, docs[0], web, r.Patches, tc.format)
+			apply(t, docs[1], nightly, r.Patches, tc.format)
 			cs := web.Spec.Template.Spec.Containers
+			if len(cs) != 2 {
+				t.Fatalf("web has %d containers after the patches, want 2", len(cs))
+			}
 			check(t, "web/proxy", cs[0], "proxy", tc.proxy)
 			check(t, "web/app", cs[1], "app", tc.app)
 			check(t, "nightly/batch", nightly.Spec.JobTemplate.Spec.Template.Spec.Containers[0], "batch", tc.batch)
-			if t.Failed() {
-				t.Logf("rendered:\n%s", out)
-			}
 		})
+	}
+}
+
+// apply applies the patches of the manifest's workload to it, as their
+// format says, into obj.
+func apply(t *testing.T, manifest string, obj runtime.Object, patches []Patch, format string) {
+	t.Helper()
+	doc, err := yaml.YAMLToJSON([]byte(manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m metav1.PartialObjectMetadata
+	if err := json.Unmarshal(doc, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range patches {
+		if p.Workload.Kind != m.Kind || p.Workload.Name != m.Name {
+			continue
+		}
+		data, err := render(p, WriteOptions{Format: format})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pj, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if format == FormatJSON6902 {
+			jp, err := jsonpatch.DecodePatch(pj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc, err = jp.Apply(doc); err != nil {
+				t.Fatalf("JSON patch of %s: %v\n%s", m.Name, err, data)
+			}
+			continue
+		}
+		if doc, err = strategicpatch.StrategicMergePatch(doc, pj, obj); err != nil {
+			t.Fatalf("strategic-merge patch of %s: %v\n%s", m.Name, err, data)
+		}
+	}
+	if err := json.Unmarshal(doc, obj); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -310,16 +330,6 @@ func sameList(a, b corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestValidate(t *testing.T) {
