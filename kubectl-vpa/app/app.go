@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package app is the kubectl-vpa command line: kubectl's connection flags
-// (--kubeconfig, --context, -n, -A), the explain and report subcommands and
-// their output formats, the replay subcommand (kubectl-vpa/replay), which
+// (--kubeconfig, --context, -n, --as, ...), -A and -l, the explain, report
+// and export subcommands and their output formats, the replay subcommand (kubectl-vpa/replay), which
 // reads a trace file instead of a cluster, and the version subcommand.
 package app
 
@@ -49,11 +49,13 @@ import (
 	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 )
 
-const usage = `kubectl vpa explains and audits VerticalPodAutoscalers and replays usage traces.
+const usage = `kubectl vpa explains and audits VerticalPodAutoscalers, exports their
+recommendations as patches, and replays usage traces.
 
 Usage:
-  kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]
-  kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]
+  kubectl vpa explain (NAME | -l SELECTOR) [-n NAMESPACE | -A] [-o table|json|yaml] [flags]
+  kubectl vpa report [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml|csv|html] [--out FILE] [flags]
+  kubectl vpa export [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--format strategic|json6902] [--dir DIR] [flags]
   kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]
   kubectl vpa version [-o json|yaml]
 
@@ -67,11 +69,18 @@ report: every VPA in scope with requested and recommended cpu and memory, the sa
 shortfall, and flags for low confidence, clipping, recommendations not applied, overlapping
 VPAs and HPA conflicts.
 
+export: each VPA's recommendation as a patch of its workload's pod template, with the
+requests and limits the admission controller would set, for a Git repository: a YAML
+stream, or with --dir files and a kustomize Component.
+
 replay: what a VPA would have done with a saved usage trace: replays it through the
 recommender's model, an estimator and the updater's rule, and scores the requests it would
 have set (docs/replay.md). It reads the trace file, not the cluster.
 
 version: the plugin's version, commit and build date.
+
+explain, report and export take kubectl's connection flags (--kubeconfig, --context,
+--cluster, --user, -n, --as, --as-group, --request-timeout, ...).
 `
 
 // Options are the command line.
