@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -110,7 +111,10 @@ func TestExportKustomize(t *testing.T) {
 		names = append(names, f.Name())
 	}
 	// -l leaves unlabelled (targeting other) out.
-	if want := []string{"kustomization.yaml", e.ns + ".deployment.web.yaml"}; strings.Join(names, " ") != strings.Join(want, " ") {
+	want := []string{"kustomization.yaml", e.ns + ".deployment.web.yaml"}
+	sort.Strings(names)
+	sort.Strings(want)
+	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("export wrote %q, want %q", names, want)
 	}
 
@@ -151,15 +155,15 @@ func TestExportKustomize(t *testing.T) {
 		admitted = p
 		return p.Spec.Containers[1].Resources.Requests.Cpu().String() == "250m", nil
 	})
-	want := map[string]corev1.ResourceRequirements{
+	wantResources := map[string]corev1.ResourceRequirements{
 		"sidecar": {Requests: framework.Resources("25m", "50Mi")},
 		// Limits keep their ratio to the requests (2).
 		"app": {Requests: framework.Resources("250m", "300Mi"), Limits: framework.Resources("500m", "600Mi")},
 	}
 	for i, c := range got.Spec.Template.Spec.Containers {
 		a := admitted.Spec.Containers[i]
-		if c.Name != a.Name || !sameResources(c.Resources, want[c.Name]) || !sameResources(c.Resources, a.Resources) {
-			t.Errorf("container %s: rendered %v, want %v as admitted %v", c.Name, c.Resources, want[c.Name], a.Resources)
+		if c.Name != a.Name || !sameResources(c.Resources, wantResources[c.Name]) || !sameResources(c.Resources, a.Resources) {
+			t.Errorf("container %s: rendered %v, want %v as admitted %v", c.Name, c.Resources, wantResources[c.Name], a.Resources)
 		}
 	}
 	if t.Failed() {
@@ -180,8 +184,8 @@ func TestExportKustomize(t *testing.T) {
 		t.Fatalf("%v in\n%s", err, again)
 	}
 	for i, c := range got6902.Spec.Template.Spec.Containers {
-		if c.Name != got.Spec.Template.Spec.Containers[i].Name || !sameResources(c.Resources, want[c.Name]) {
-			t.Errorf("json6902: container %s: rendered %v, want %v", c.Name, c.Resources, want[c.Name])
+		if c.Name != got.Spec.Template.Spec.Containers[i].Name || !sameResources(c.Resources, wantResources[c.Name]) {
+			t.Errorf("json6902: container %s: rendered %v, want %v", c.Name, c.Resources, wantResources[c.Name])
 		}
 	}
 	if t.Failed() {
