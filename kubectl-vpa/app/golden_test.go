@@ -370,7 +370,7 @@ func TestMainErrors(t *testing.T) {
 	if err := Main(context.Background(), []string{"frobnicate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: %v", err)
 	}
-	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain NAME") {
+	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain (NAME | -l SELECTOR)") || !strings.Contains(out.String(), "kubectl vpa export [NAME...]") {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
 	kc := filepath.Join(t.TempDir(), "missing")
