@@ -16,7 +16,8 @@ limitations under the License.
 
 // Command kubectl-vpa is a kubectl plugin (kubectl vpa explain, report,
 // export, replay) that explains and audits VerticalPodAutoscalers, exports
-// their recommendations as patches and replays usage traces. Install it by copying bin/kubectl-vpa onto PATH.
+// their recommendations as patches and replays usage traces. Install it by
+// copying bin/kubectl-vpa onto PATH.
 package main
 
 import (
