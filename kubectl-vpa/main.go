@@ -14,9 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Command kubectl-vpa is a kubectl plugin (kubectl vpa explain, kubectl vpa
-// report, kubectl vpa replay) that explains and audits VerticalPodAutoscalers
-// and replays usage traces. Install it by copying bin/kubectl-vpa onto PATH.
+// Command kubectl-vpa is a kubectl plugin (kubectl vpa explain, report,
+// export, replay) that explains and audits VerticalPodAutoscalers, exports
+// their recommendations as patches and replays usage traces. Install it by
+// copying bin/kubectl-vpa onto PATH.
 package main
 
 import (

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-// Package kubectlvpa tests kubectl-vpa (explain and report) and the
+// Package kubectlvpa tests kubectl-vpa (explain, report and export) and the
 // recommender's OverlappingVPA and HPAConflict conditions end to end: the
 // recommender and the admission controller run as processes acting as their
 // ServiceAccounts (RBAC from deploy/rbac), against the local control plane

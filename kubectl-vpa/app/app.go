@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package app is the kubectl-vpa command line: kubectl's connection flags
-// (--kubeconfig, --context, -n, -A), the explain and report subcommands and
-// their output formats, the replay subcommand (kubectl-vpa/replay), which
+// (--kubeconfig, --context, -n, --as, ...), -A and -l, the explain, report
+// and export subcommands and their output formats, the replay subcommand (kubectl-vpa/replay), which
 // reads a trace file instead of a cluster, and the version subcommand.
 package app
 
@@ -27,28 +27,35 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
+	"github.com/openvpa/openvpa/kubectl-vpa/export"
 	"github.com/openvpa/openvpa/kubectl-vpa/replay"
 	"github.com/openvpa/openvpa/kubectl-vpa/report"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 )
 
-const usage = `kubectl vpa explains and audits VerticalPodAutoscalers and replays usage traces.
+const usage = `kubectl vpa explains and audits VerticalPodAutoscalers, exports their
+recommendations as patches, and replays usage traces.
 
 Usage:
-  kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]
-  kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]
+  kubectl vpa explain (NAME | -l SELECTOR) [-n NAMESPACE | -A] [-o table|json|yaml] [flags]
+  kubectl vpa report [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml|csv|html] [--out FILE] [flags]
+  kubectl vpa export [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--format strategic|json6902] [--dir DIR] [flags]
   kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]
   kubectl vpa version [-o json|yaml]
 
@@ -62,45 +69,75 @@ report: every VPA in scope with requested and recommended cpu and memory, the sa
 shortfall, and flags for low confidence, clipping, recommendations not applied, overlapping
 VPAs and HPA conflicts.
 
+export: each VPA's recommendation as a patch of its workload's pod template, with the
+requests and limits the admission controller would set, for a Git repository: a YAML
+stream, or with --dir files and a kustomize Component.
+
 replay: what a VPA would have done with a saved usage trace: replays it through the
 recommender's model, an estimator and the updater's rule, and scores the requests it would
 have set (docs/replay.md). It reads the trace file, not the cluster.
 
 version: the plugin's version, commit and build date.
+
+explain, report and export take kubectl's connection flags (--kubeconfig, --context,
+--cluster, --user, -n, --as, --as-group, --request-timeout, ...).
 `
 
 // Options are the command line.
 type Options struct {
-	Kubeconfig     string
-	Context        string
-	Namespace      string
-	AllNamespaces  bool
+	// Kubeconfig and Overrides are kubectl's connection flags
+	// (--kubeconfig, --context, --cluster, --user, -n, --as, --as-group,
+	// --request-timeout, ...), under kubectl's names, read by client-go's
+	// clientcmd as kubectl reads them.
+	Kubeconfig    string
+	Overrides     clientcmd.ConfigOverrides
+	AllNamespaces bool
+	// Selector selects VPAs by their labels (-l); TargetSelector selects
+	// them by their target workload's labels.
+	Selector       string
+	TargetSelector string
 	Output         string
 	Out            string
-	RequestTimeout time.Duration
 
 	Explain     explain.Options
+	Export      export.Options
+	Dir         string
 	maxCPU      string
 	maxMemory   string
 	minReplicas int
+
+	selector, targetSelector labels.Selector
+	requestTimeout           time.Duration
 }
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{Output: "table", RequestTimeout: 30 * time.Second, Explain: explain.DefaultOptions(), minReplicas: 2}
+	return &Options{Overrides: clientcmd.ConfigOverrides{Timeout: "30s"}, Output: "table", Explain: explain.DefaultOptions(), Export: export.DefaultOptions(), minReplicas: 2}
 }
 
 // AddFlags registers the flags of subcommand cmd.
 func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config).")
-	fs.StringVar(&o.Context, "context", o.Context, "The kubeconfig context to use.")
-	fs.StringVarP(&o.Namespace, "namespace", "n", o.Namespace, "The namespace (default: the context's).")
-	fs.DurationVar(&o.RequestTimeout, "request-timeout", o.RequestTimeout, "How long the whole command may wait for the API server.")
-	if cmd == "report" {
-		fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Report the VPAs of every namespace.")
-		fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json, yaml or html.")
+	names := clientcmd.RecommendedConfigOverrideFlags("")
+	// As kubectl: no basic-auth flags.
+	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
+	names.Timeout.Default = o.Overrides.Timeout
+	names.Timeout.Description = "How long to wait for the API server: each request, and the whole command. A duration (30s, 2m); 0 waits without limit."
+	clientcmd.BindOverrideFlags(&o.Overrides, fs, names)
+	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Every namespace's VPAs (explain: with -l).")
+	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector on the VPAs (e.g. -l team=shop,tier!=batch); supports '=', '==', '!=', 'in', 'notin' and 'key'/'!key'.")
+	switch cmd {
+	case "report":
+		fs.StringVar(&o.TargetSelector, "target-selector", o.TargetSelector, "Label selector on the VPAs' target workloads (e.g. the Deployments' labels).")
+		fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json, yaml, csv or html.")
 		fs.StringVar(&o.Out, "out", o.Out, "Write the output to this file instead of standard output (for -o html).")
-	} else {
+	case "export":
+		fs.StringVar(&o.TargetSelector, "target-selector", o.TargetSelector, "Label selector on the VPAs' target workloads (e.g. the Deployments' labels).")
+		fs.StringVar(&o.Export.Format, "format", o.Export.Format, "Patch format: strategic (a strategic-merge patch of the workload) or json6902 (JSON patch operations, containers by index).")
+		fs.StringVar(&o.Export.Value, "value", o.Export.Value, "The recommendation to write: target, lowerBound, upperBound or uncappedTarget.")
+		fs.StringSliceVar(&o.Export.Containers, "containers", o.Export.Containers, "Only these containers (comma-separated names); default every container the VPA recommends.")
+		fs.StringVar(&o.Dir, "dir", o.Dir, "Write one file per patch and a kustomization.yaml (kind Component) into this directory instead of a YAML stream to standard output.")
+	default:
 		fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 	}
 	e := &o.Explain
@@ -110,6 +147,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 		// defaults: the steps are computed with them.
 		tunables.AddEstimatorFlags(fs, &e.Estimators)
 		tunables.AddModelFlags(fs, e.Model)
+	}
+	if cmd == "export" {
+		return
 	}
 	fs.StringVar(&o.maxCPU, "container-recommendation-max-allowed-cpu", "", "The recommender's flag of that name, if it is set: explains a target it capped.")
 	fs.StringVar(&o.maxMemory, "container-recommendation-max-allowed-memory", "", "The recommender's flag of that name, if it is set.")
@@ -127,19 +167,34 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 func (o *Options) Validate(cmd string) error {
 	formats := map[string]bool{"table": true, "json": true, "yaml": true}
 	if cmd == "report" {
-		formats["html"] = true
+		formats["html"], formats["csv"] = true, true
 	}
-	if !formats[o.Output] {
+	if cmd != "export" && !formats[o.Output] {
 		return fmt.Errorf("unsupported output format %q for %s", o.Output, cmd)
 	}
 	if o.Output == "html" && o.Out == "" {
 		return errors.New("-o html needs --out FILE")
 	}
-	if o.AllNamespaces && o.Namespace != "" {
+	if o.AllNamespaces && o.Overrides.Context.Namespace != "" {
 		return errors.New("-n and -A cannot be used together")
 	}
-	if o.RequestTimeout <= 0 {
-		return errors.New("--request-timeout must be positive")
+	timeout := o.Overrides.Timeout
+	if _, err := strconv.Atoi(timeout); err == nil {
+		timeout += "s" // kubectl reads a bare number as seconds
+	}
+	d, err := time.ParseDuration(timeout)
+	if err != nil || d < 0 {
+		return fmt.Errorf("--request-timeout %q: want a duration such as 30s or 2m, 0 for none", o.Overrides.Timeout)
+	}
+	o.requestTimeout = d
+	if o.selector, err = parseSelector("-l", o.Selector); err != nil {
+		return err
+	}
+	if o.targetSelector, err = parseSelector("--target-selector", o.TargetSelector); err != nil {
+		return err
+	}
+	if cmd == "export" {
+		return o.Export.Validate()
 	}
 	if o.minReplicas < 1 {
 		return errors.New("--min-replicas must be at least 1")
@@ -168,19 +223,38 @@ func (o *Options) Validate(cmd string) error {
 }
 
 // clientConfig loads the kubeconfig as kubectl does: --kubeconfig, else
-// $KUBECONFIG, else ~/.kube/config, with --context and -n applied.
+// $KUBECONFIG, else ~/.kube/config, with the connection flags applied.
 func (o *Options) clientConfig() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.Kubeconfig
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: o.Context}
-	overrides.Context.Namespace = o.Namespace
-	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	overrides := o.Overrides
+	if _, err := strconv.Atoi(overrides.Timeout); err == nil {
+		overrides.Timeout += "s"
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &overrides)
+}
+
+func parseSelector(flag, s string) (labels.Selector, error) {
+	if s == "" {
+		return labels.Everything(), nil
+	}
+	sel, err := labels.Parse(s)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", flag, s, err)
+	}
+	return sel, nil
 }
 
 func flagSet(o *Options, cmd string) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("kubectl vpa "+cmd, pflag.ContinueOnError)
 	o.AddFlags(fs, cmd)
 	return fs
+}
+
+var synopses = map[string]string{
+	"explain": "kubectl vpa explain (NAME | -l SELECTOR) [-n NAMESPACE | -A] [-o table|json|yaml] [flags]",
+	"report":  "kubectl vpa report [-n NAMESPACE | -A] [-l SELECTOR] [--target-selector SELECTOR] [-o table|json|yaml|csv|html] [--out FILE] [flags]",
+	"export":  "kubectl vpa export [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--format strategic|json6902] [--value target|lowerBound|upperBound|uncappedTarget] [--containers NAMES] [--dir DIR] [flags]",
 }
 
 // Main runs the command line args (without the program name).
@@ -198,18 +272,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "--version":
 		return runVersion(nil, stdout, stderr)
 	}
-	if cmd != "explain" && cmd != "report" {
+	if _, ok := synopses[cmd]; !ok {
 		return fmt.Errorf("unknown command %q; run kubectl vpa --help", cmd)
 	}
 	o := NewOptions()
 	fs := flagSet(o, cmd)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		synopsis := "kubectl vpa explain NAME [-n NAMESPACE] [-o table|json|yaml] [flags]"
-		if cmd == "report" {
-			synopsis = "kubectl vpa report [-n NAMESPACE | -A] [-o table|json|yaml|html] [--out FILE] [flags]"
-		}
-		fmt.Fprintf(stderr, "Usage:\n  %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+		fmt.Fprintf(stderr, "Usage:\n  %s\n\nFlags:\n%s", synopses[cmd], fs.FlagUsages())
 	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -219,6 +289,19 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err := o.Validate(cmd); err != nil {
 		return err
+	}
+	// Check the arguments before reading the kubeconfig.
+	switch {
+	case cmd == "explain" && fs.NArg() > 1:
+		return errors.New("explain takes one VPA name, or none with -l")
+	case cmd == "explain" && fs.NArg() == 1 && (o.Selector != "" || o.AllNamespaces):
+		return errors.New("explain takes a VPA name or -l (and -A), not both")
+	case cmd == "explain" && fs.NArg() == 0 && o.Selector == "":
+		return errors.New("explain needs a VPA name, or -l SELECTOR for every VPA it selects")
+	case cmd == "report" && fs.NArg() != 0:
+		return fmt.Errorf("report takes no arguments, got %q", strings.Join(fs.Args(), " "))
+	case cmd == "export" && fs.NArg() > 0 && o.AllNamespaces:
+		return errors.New("export takes VPA names within one namespace: names and -A cannot be used together")
 	}
 	cc := o.clientConfig()
 	cfg, err := cc.ClientConfig()
@@ -232,19 +315,25 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-	defer cancel()
+	if o.requestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.requestTimeout)
+		defer cancel()
+	}
+	ix, err := load(ctx, cfg, ns)
+	if err != nil {
+		return err
+	}
 	switch cmd {
 	case "explain":
-		if fs.NArg() != 1 {
-			return errors.New("explain needs exactly one VPA name")
+		if fs.NArg() == 1 {
+			return writeExplain(ix, o, ns, fs.Arg(0), stdout)
 		}
-		return runExplain(ctx, o, cfg, ns, fs.Arg(0), stdout)
+		return writeExplainSelected(ix, o, stdout, stderr)
+	case "export":
+		return runExport(ix, o, fs.Args(), stdout, stderr)
 	default:
-		if fs.NArg() != 0 {
-			return fmt.Errorf("report takes no arguments, got %q", strings.Join(fs.Args(), " "))
-		}
-		return runReport(ctx, o, cfg, ns, stdout)
+		return runReport(ix, o, ns, stdout, stderr)
 	}
 }
 
@@ -262,12 +351,10 @@ func load(ctx context.Context, cfg *rest.Config, ns string) (*snapshot.Index, er
 	return snapshot.NewIndex(ctx, s)
 }
 
-func runExplain(ctx context.Context, o *Options, cfg *rest.Config, ns, name string, stdout io.Writer) error {
-	ix, err := load(ctx, cfg, ns)
-	if err != nil {
-		return err
-	}
-	return writeExplain(ix, o, ns, name, stdout)
+// selected returns the index's VPAs that -l and --target-selector select,
+// sorted by namespace and name.
+func (o *Options) selected(ix *snapshot.Index) []*vpav1.VerticalPodAutoscaler {
+	return ix.Select(o.selector, o.targetSelector)
 }
 
 // writeExplain explains VPA ns/name from the index in o.Output's format.
@@ -283,36 +370,67 @@ func writeExplain(ix *snapshot.Index, o *Options, ns, name string, w io.Writer) 
 	return encode(w, o.Output, e)
 }
 
-func runReport(ctx context.Context, o *Options, cfg *rest.Config, ns string, stdout io.Writer) error {
-	ix, err := load(ctx, cfg, ns)
-	if err != nil {
-		return err
+// writeExplainSelected explains every VPA -l selects: tables one after
+// the other, or one JSON or YAML list.
+func writeExplainSelected(ix *snapshot.Index, o *Options, w, stderr io.Writer) error {
+	vpas := o.selected(ix)
+	if len(vpas) == 0 {
+		fmt.Fprintf(stderr, "No VerticalPodAutoscalers match -l %s.\n", o.Selector)
+		if o.Output == "table" {
+			return nil
+		}
 	}
-	w := stdout
+	all := make([]*explain.Explanation, 0, len(vpas))
+	for i, v := range vpas {
+		e := explain.Compute(ix, v, o.Explain)
+		if o.Output != "table" {
+			all = append(all, e)
+			continue
+		}
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := explain.WriteTable(w, e); err != nil {
+			return err
+		}
+	}
+	if o.Output == "table" {
+		return nil
+	}
+	return encode(w, o.Output, all)
+}
+
+func runReport(ix *snapshot.Index, o *Options, ns string, stdout, stderr io.Writer) error {
 	if o.Out != "" {
 		f, err := os.Create(o.Out)
 		if err != nil {
 			return err
 		}
-		if err := writeReport(ix, o, ns, f); err != nil {
+		if err := writeReport(ix, o, ns, f, stderr); err != nil {
 			f.Close()
 			return err
 		}
 		return f.Close()
 	}
-	return writeReport(ix, o, ns, w)
+	return writeReport(ix, o, ns, stdout, stderr)
 }
 
-// writeReport reports the index's VPAs (scope ns, "" for all) in
-// o.Output's format.
-func writeReport(ix *snapshot.Index, o *Options, ns string, w io.Writer) error {
-	r := report.Compute(ix, o.Explain)
+// writeReport reports the index's VPAs that the selectors select (scope
+// ns, "" for all) in o.Output's format. CSV holds only rows: its warnings go
+// to stderr.
+func writeReport(ix *snapshot.Index, o *Options, ns string, w, stderr io.Writer) error {
+	r := report.ComputeFor(ix, o.selected(ix), o.Explain)
 	r.Namespace = ns
 	switch o.Output {
 	case "table":
 		return report.WriteTable(w, r)
 	case "html":
 		return report.WriteHTML(w, r)
+	case "csv":
+		for _, wn := range r.Warnings {
+			fmt.Fprintln(stderr, "warning:", wn)
+		}
+		return report.WriteCSV(w, r)
 	}
 	return encode(w, o.Output, r)
 }
@@ -340,4 +458,39 @@ func Exit(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return 1
+}
+
+// runExport writes the patches of the VPAs named in names (every VPA in
+// scope when none), that the selectors select, to stdout or o.Dir; VPAs
+// without a patch are reported on stderr.
+func runExport(ix *snapshot.Index, o *Options, names []string, stdout, stderr io.Writer) error {
+	vpas := o.selected(ix)
+	if len(names) > 0 {
+		byName := map[string]*vpav1.VerticalPodAutoscaler{}
+		for _, v := range vpas {
+			byName[v.Name] = v
+		}
+		var picked []*vpav1.VerticalPodAutoscaler
+		for _, n := range names {
+			v := byName[n]
+			if v == nil {
+				return fmt.Errorf("VerticalPodAutoscaler %q not found in the namespace (or not selected by -l)", n)
+			}
+			picked = append(picked, v)
+		}
+		vpas = picked
+	}
+	r := export.Compute(ix, vpas, o.Export)
+	for _, w := range append(ix.Warnings, r.Warnings...) {
+		fmt.Fprintln(stderr, "warning:", w)
+	}
+	wo := export.WriteOptions{Format: o.Export.Format, Value: o.Export.Value, Namespaced: o.AllNamespaces}
+	if o.Dir == "" {
+		return export.WriteStream(stdout, r.Patches, wo)
+	}
+	files, err := export.WriteDir(o.Dir, r.Patches, wo)
+	for _, f := range files {
+		fmt.Fprintln(stdout, filepath.Join(o.Dir, f))
+	}
+	return err
 }

@@ -51,7 +51,8 @@ func rl(cpu, mem string) corev1.ResourceList {
 
 func deployment(name string, replicas int32) (*appsv1.Deployment, *appsv1.ReplicaSet) {
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: sel}}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Spec: appsv1.DeploymentSpec{Replicas: ptr.To(replicas), Selector: sel,
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: sel.MatchLabels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app"}}}}}}
 	rs := &appsv1.ReplicaSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name + "-5d9f", OwnerReferences: []metav1.OwnerReference{{
 			APIVersion: "apps/v1", Kind: "Deployment", Name: name, Controller: ptr.To(true)}}},
@@ -138,8 +139,24 @@ func fixture(t *testing.T) *snapshot.Index {
 	for _, d := range []struct {
 		name     string
 		replicas int32
-	}{{"web", 2}, {"api", 1}, {"twin", 1}} {
+		tier     string
+		// the template's container: requests and limits
+		requests, limits corev1.ResourceList
+	}{
+		{"web", 2, "frontend", rl("100m", "128Mi"), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}},
+		// a sidecar first: the JSON patch addresses app by index 1. The
+		// namespace's LimitRange has a max and no default, so every
+		// container sets a cpu limit.
+		{"api", 1, "backend", rl("200m", "4Gi"), corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("400m")}},
+		{"twin", 1, "frontend", rl("100m", "256Mi"), nil},
+	} {
 		dep, rs := deployment(d.name, d.replicas)
+		dep.Labels = map[string]string{"tier": d.tier}
+		dep.Spec.Template.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: d.requests, Limits: d.limits}
+		if d.name == "api" {
+			proxy := corev1.Container{Name: "proxy", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}
+			dep.Spec.Template.Spec.Containers = append([]corev1.Container{proxy}, dep.Spec.Template.Spec.Containers...)
+		}
 		s.Workloads = append(s.Workloads, []runtime.Object{dep, rs}...)
 	}
 
@@ -166,6 +183,9 @@ func fixture(t *testing.T) *snapshot.Index {
 	}
 	twinA := vpa("twin-a", "twin", vpav1.UpdateModeInitial, now.Add(-2*time.Hour))
 	twinB := vpa("twin-b", "twin", vpav1.UpdateModeInitial, now.Add(-time.Hour))
+	web.Labels = map[string]string{"team": "storefront"}
+	api.Labels = map[string]string{"team": "platform"}
+	twinA.Labels = map[string]string{"team": "storefront"}
 	s.VPAs = []*vpav1.VerticalPodAutoscaler{web, api, twinA, twinB}
 
 	webA := pod("web", "web-5d9f-a", rl("100m", "128Mi"), 30*time.Hour)
@@ -246,6 +266,19 @@ func TestGoldenOutputs(t *testing.T) {
 		"report as a table": {cmd: "report", file: "report.txt"},
 		"report as JSON":    {cmd: "report", args: []string{"-o", "json"}, file: "report.json"},
 		"report as HTML":    {cmd: "report", args: []string{"-o", "html", "--out", "unused"}, file: "report.html"},
+		"report as CSV":     {cmd: "report", args: []string{"-o", "csv"}, file: "report.csv"},
+		"report -l as CSV":  {cmd: "report", args: []string{"-o", "csv", "-l", "team=storefront"}, file: "report-team-storefront.csv"},
+		"report --target-selector as CSV": {cmd: "report", args: []string{"-o", "csv", "--target-selector", "tier=backend"},
+			file: "report-tier-backend.csv"},
+		"explain -l as a table": {cmd: "explain", args: []string{"-l", "team in (platform)"}, file: "explain-l-team-platform.txt"},
+		"export strategic":      {cmd: "export", file: "export-strategic.yaml"},
+		"export json6902":       {cmd: "export", args: []string{"--format=json6902"}, file: "export-json6902.yaml"},
+		"export web's lower bound": {cmd: "export", name: "web", args: []string{"--value=lowerBound"},
+			file: "export-web-lowerbound.yaml"},
+		"export web's uncapped target": {cmd: "export", name: "web", args: []string{"--value=uncappedTarget"},
+			file: "export-web-uncapped.yaml"},
+		"export -l, only container app": {cmd: "export", args: []string{"-l", "team=platform", "--containers=app,other"},
+			file: "export-l-team-platform.yaml"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -256,17 +289,30 @@ func TestGoldenOutputs(t *testing.T) {
 			if err := o.Validate(tc.cmd); err != nil {
 				t.Fatal(err)
 			}
-			var out bytes.Buffer
+			var out, stderr bytes.Buffer
 			var err error
-			if tc.cmd == "explain" {
+			switch {
+			case tc.cmd == "explain" && tc.name == "":
+				err = writeExplainSelected(ix, o, &out, &stderr)
+			case tc.cmd == "explain":
 				err = writeExplain(ix, o, "shop", tc.name, &out)
-			} else {
-				err = writeReport(ix, o, "shop", &out)
+			case tc.cmd == "export":
+				var names []string
+				if tc.name != "" {
+					names = []string{tc.name}
+				}
+				err = runExport(ix, o, names, &out, &stderr)
+			default:
+				err = writeReport(ix, o, "shop", &out, &stderr)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
 			golden(t, tc.file, out.Bytes())
+			if tc.cmd == "export" || stderr.Len() > 0 {
+				// What a user sees on the terminal: skipped VPAs, warnings.
+				golden(t, tc.file+".stderr", stderr.Bytes())
+			}
 		})
 	}
 }
@@ -277,16 +323,26 @@ func TestValidate(t *testing.T) {
 		args    []string
 		wantErr string
 	}{
-		"explain table":         {cmd: "explain"},
-		"explain html refused":  {cmd: "explain", args: []string{"-o", "html"}, wantErr: `unsupported output format "html" for explain`},
-		"report html needs out": {cmd: "report", args: []string{"-o", "html"}, wantErr: "-o html needs --out FILE"},
-		"-n with -A":            {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
-		"bad max cpu":           {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
-		"min replicas":          {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
-		"explain adaptive":      {cmd: "explain", args: []string{"--estimator=adaptive", "--adaptive-memory-margins=0,0.2", "--memory-histogram-decay-half-life=48h"}},
-		"unknown estimator":     {cmd: "explain", args: []string{"--estimator=magic"}, wantErr: `--estimator: unknown estimator "magic"`},
-		"bad estimator setting": {cmd: "explain", args: []string{"--estimator=peak", "--peak-memory-upper-bound-factor=0.5"}, wantErr: "peak memory upper bound factor"},
-		"bad model setting":     {cmd: "explain", args: []string{"--oom-bump-up-ratio=0.5"}, wantErr: "oom bump-up ratio must be >= 1"},
+		"explain table":          {cmd: "explain"},
+		"explain html refused":   {cmd: "explain", args: []string{"-o", "html"}, wantErr: `unsupported output format "html" for explain`},
+		"report html needs out":  {cmd: "report", args: []string{"-o", "html"}, wantErr: "-o html needs --out FILE"},
+		"-n with -A":             {cmd: "report", args: []string{"-n", "x", "-A"}, wantErr: "-n and -A cannot be used together"},
+		"bad max cpu":            {cmd: "explain", args: []string{"--container-recommendation-max-allowed-cpu=lots"}, wantErr: "--container-recommendation-max-allowed-cpu"},
+		"min replicas":           {cmd: "explain", args: []string{"--min-replicas=0"}, wantErr: "--min-replicas must be at least 1"},
+		"explain adaptive":       {cmd: "explain", args: []string{"--estimator=adaptive", "--adaptive-memory-margins=0,0.2", "--memory-histogram-decay-half-life=48h"}},
+		"unknown estimator":      {cmd: "explain", args: []string{"--estimator=magic"}, wantErr: `--estimator: unknown estimator "magic"`},
+		"bad estimator setting":  {cmd: "explain", args: []string{"--estimator=peak", "--peak-memory-upper-bound-factor=0.5"}, wantErr: "peak memory upper bound factor"},
+		"bad model setting":      {cmd: "explain", args: []string{"--oom-bump-up-ratio=0.5"}, wantErr: "oom bump-up ratio must be >= 1"},
+		"report csv":             {cmd: "report", args: []string{"-o", "csv", "-l", "team in (a,b),!legacy", "--target-selector", "tier=web"}},
+		"csv only for report":    {cmd: "explain", args: []string{"-o", "csv"}, wantErr: `unsupported output format "csv" for explain`},
+		"bad selector":           {cmd: "report", args: []string{"-l", "team in a"}, wantErr: `-l "team in a"`},
+		"bad target selector":    {cmd: "export", args: []string{"--target-selector", "=x"}, wantErr: "--target-selector"},
+		"kubectl's bare seconds": {cmd: "report", args: []string{"--request-timeout=5"}},
+		"no timeout":             {cmd: "report", args: []string{"--request-timeout=0"}},
+		"bad timeout":            {cmd: "report", args: []string{"--request-timeout=soon"}, wantErr: `--request-timeout "soon"`},
+		"impersonation":          {cmd: "export", args: []string{"--as=jane", "--as-group=dev", "--as-group=ops", "--cluster=c", "--user=u"}},
+		"export format":          {cmd: "export", args: []string{"--format=kustomize"}, wantErr: `--format "kustomize"`},
+		"export value":           {cmd: "export", args: []string{"--value=p95"}, wantErr: `--value "p95"`},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -314,12 +370,29 @@ func TestMainErrors(t *testing.T) {
 	if err := Main(context.Background(), []string{"frobnicate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: %v", err)
 	}
-	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain NAME") {
+	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain (NAME | -l SELECTOR)") || !strings.Contains(out.String(), "kubectl vpa export [NAME...]") {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
 	kc := filepath.Join(t.TempDir(), "missing")
 	if err := Main(context.Background(), []string{"explain", "x", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "kubeconfig") {
 		t.Errorf("missing kubeconfig: %v", err)
+	}
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"explain"}, "explain needs a VPA name, or -l SELECTOR"},
+		{[]string{"explain", "web", "-l", "a=b"}, "a VPA name or -l (and -A), not both"},
+		{[]string{"explain", "a", "b"}, "explain takes one VPA name"},
+		{[]string{"report", "web"}, "report takes no arguments"},
+		{[]string{"export", "web", "-A"}, "names and -A cannot be used together"},
+		// Arguments are checked before the kubeconfig is read.
+		{[]string{"export", "web", "-A", "--kubeconfig=" + kc}, "names and -A"},
+		{[]string{"export", "--kubeconfig=" + kc}, "kubeconfig"},
+	} {
+		if err := Main(context.Background(), tc.args, &out, &errOut); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%q: error %v, want one containing %q", tc.args, err, tc.wantErr)
+		}
 	}
 	// replay reads a trace, not a cluster: it needs no kubeconfig.
 	if err := Main(context.Background(), []string{"replay", "--kubeconfig=" + kc}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "unknown flag: --kubeconfig") {

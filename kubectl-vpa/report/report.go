@@ -108,8 +108,15 @@ type Totals struct {
 // Compute builds the report of every VPA in the snapshot, sorted by
 // namespace and name.
 func Compute(ix *snapshot.Index, o explain.Options) *Report {
+	return ComputeFor(ix, ix.VPAs, o)
+}
+
+// ComputeFor builds the report of the given VPAs of the snapshot (a
+// selection), sorted by namespace and name. Overlaps are still found among
+// every VPA of the snapshot.
+func ComputeFor(ix *snapshot.Index, selected []*vpav1.VerticalPodAutoscaler, o explain.Options) *Report {
 	r := &Report{Generated: metav1.NewTime(ix.Now.UTC().Truncate(1e9)), Warnings: ix.Warnings}
-	vpas := append([]*vpav1.VerticalPodAutoscaler(nil), ix.VPAs...)
+	vpas := append([]*vpav1.VerticalPodAutoscaler(nil), selected...)
 	sort.Slice(vpas, func(i, j int) bool {
 		if vpas[i].Namespace != vpas[j].Namespace {
 			return vpas[i].Namespace < vpas[j].Namespace
