@@ -108,12 +108,19 @@ func (s *PrometheusSource) config() (promhistory.Config, error) {
 	return c, err
 }
 
-// podNamePart is what a controller appends to the names of the pods it
-// creates: a random suffix or a hash, in lowercase letters and digits.
-const podNamePart = "[a-z0-9]+"
+// Controllers name their pods after themselves with a random suffix of 5
+// characters, and a Deployment's ReplicaSets after it with the pod
+// template's hash (up to 10 characters), both in the alphabet of
+// k8s.io/apimachinery/pkg/util/rand (no vowels, no 0, 1 or 3, so that no
+// word is spelled).
+const (
+	podSuffix = "[bcdfghjklmnpqrstvwxz2456789]{5}"
+	podHash   = "[bcdfghjklmnpqrstvwxz2456789]{1,10}"
+)
 
 // workloadPodRegex returns the expression of the names of the pods a
-// controller of that kind names after NAME: NAME-HASH-SUFFIX for a
+// controller of that kind names after NAME (fully anchored, as Prometheus's
+// =~ matches): NAME-HASH-SUFFIX for a
 // Deployment's, NAME-ORDINAL for a StatefulSet's, NAME-SUFFIX for a
 // ReplicaSet's, DaemonSet's or Job's, NAME-TIME-SUFFIX for a CronJob's, and
 // NAME itself for a pod.
@@ -128,13 +135,13 @@ func workloadPodRegex(workload string) (string, error) {
 	n := regexp.QuoteMeta(name)
 	switch strings.ToLower(kind) {
 	case "deployment", "deployments", "deploy":
-		return n + "-" + podNamePart + "-" + podNamePart, nil
+		return n + "-" + podHash + "-" + podSuffix, nil
 	case "statefulset", "statefulsets", "sts":
 		return n + "-[0-9]+", nil
 	case "replicaset", "replicasets", "rs", "daemonset", "daemonsets", "ds", "job", "jobs":
-		return n + "-" + podNamePart, nil
+		return n + "-" + podSuffix, nil
 	case "cronjob", "cronjobs", "cj":
-		return n + "-[0-9]+-" + podNamePart, nil
+		return n + "-[0-9]+-" + podSuffix, nil
 	case "pod", "pods", "po":
 		return n, nil
 	default:
