@@ -264,7 +264,7 @@ func TestPrometheusErrors(t *testing.T) {
 		{"query timeout", append(base(hanging.URL), "deployment/web", "--prometheus-query-timeout", "200ms"), []string{hanging.URL, "no answer within the query timeout 200ms"}},
 		{"too many samples", append(base(working.URL), "deployment/web", "--max-samples", "1000"), []string{"too many samples", "passed 1000 points"}},
 		{"no such workload", append(base(working.URL), "deployment/api"), []string{"no usage of deployment/api in namespace shop"}},
-		{"selector matches no pod", append(base(working.URL), "--pod-selector", "app=api"), []string{`no pod of namespace shop has labels matching "app=api"`, "last_over_time"}},
+		{"selector matches no pod", append(base(working.URL), "--pod-selector", "app=api"), []string{`no pod of namespace shop has labels matching "app=api"`, `up{job="kubernetes-pods"}[12d]`}},
 		{"no namespace", []string{"--prometheus-url", working.URL, "deployment/web"}, []string{"needs --namespace"}},
 		{"no workload", base(working.URL), []string{"needs the workload"}},
 		{"both workloads", append(base(working.URL), "deployment/web", "--pod-selector", "app=web"), []string{"not both"}},

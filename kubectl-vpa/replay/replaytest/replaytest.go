@@ -147,7 +147,7 @@ func (h History) WriteCSV(w io.Writer) error {
 		c string
 	}
 	type usage struct{ milli, bytes int64 }
-	max := map[key]usage{}
+	peaks := map[key]usage{}
 	for _, p := range h.Pods {
 		if !h.member(p) {
 			continue
@@ -155,13 +155,13 @@ func (h History) WriteCSV(w io.Writer) error {
 		for _, t := range h.steps(p) {
 			for _, c := range h.Containers {
 				m, b := h.Usage(p.Name, c, t)
-				u := max[key{t, c}]
-				max[key{t, c}] = usage{milli: maxInt(u.milli, m), bytes: maxInt(u.bytes, b)}
+				u := peaks[key{t, c}]
+				peaks[key{t, c}] = usage{milli: max(u.milli, m), bytes: max(u.bytes, b)}
 			}
 		}
 	}
-	keys := make([]key, 0, len(max))
-	for k := range max {
+	keys := make([]key, 0, len(peaks))
+	for k := range peaks {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
@@ -173,17 +173,10 @@ func (h History) WriteCSV(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "timestamp,workload,container,cpu_cores,memory_bytes")
 	for _, k := range keys {
-		u := max[k]
+		u := peaks[k]
 		fmt.Fprintf(bw, "%d,%s,%s,%s,%d\n", k.t.Unix(), h.Workload, k.c, strconv.FormatFloat(float64(u.milli)/1000, 'f', -1, 64), u.bytes)
 	}
 	return bw.Flush()
-}
-
-func maxInt(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // WriteOpenMetrics writes every pod's CPU counters, memory gauges and pod
