@@ -111,7 +111,7 @@ func (o *CommandOptions) Validate() error {
 		}
 		errs = append(errs, o.Prometheus.validate()...)
 	case o.Trace == "":
-		errs = append(errs, errors.New("--trace or --prometheus-url is required"))
+		errs = append(errs, errors.New("--trace is required (or --prometheus-url to read Prometheus)"))
 	}
 	if o.Holdout != "" {
 		if o.Holdout == o.Trace {
