@@ -36,8 +36,9 @@ import (
 )
 
 // Usage is the help of `kubectl vpa replay` above its flags.
-const Usage = "Usage: kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]\n\n" +
-	"Replays a usage trace through the recommender's model, an estimator and the updater's rule, and\n" +
+const Usage = "Usage: kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]\n" +
+	"       kubectl vpa replay --prometheus-url URL -n NAMESPACE (KIND/NAME | --pod-selector SELECTOR) [flags]\n\n" +
+	"Replays a usage trace, or a workload's history in Prometheus, through the recommender's model, an estimator and the updater's rule, and\n" +
 	"scores the requests it would have set (docs/replay.md).\n"
 
 // Run executes `kubectl vpa replay` with args (without the command name):
@@ -63,8 +64,10 @@ func RunCommand(ctx context.Context, o *CommandOptions, usage string, args []str
 		}
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if o.Prometheus.Enabled() && fs.NArg() == 1 {
+		o.Prometheus.Workload = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v (a KIND/NAME argument goes with --prometheus-url)", fs.Args())
 	}
 	if err := o.Validate(); err != nil {
 		return err
@@ -102,7 +105,20 @@ func (o *CommandOptions) Run(ctx context.Context, stdout, stderr io.Writer) erro
 	model := o.Model
 	base := Options{Model: &model, Estimators: ests, OOMFeedback: o.OOMFeedback, ZeroMemoryAsMissing: o.ZeroMemoryAsMissing,
 		Rule: NewUpdateRule(o.PodUpdateThreshold, o.PodLifetimeUpdateThreshold, o.EvictAfterOOMThreshold)}
-	if err := o.runTrace(ctx, o.Trace, o.Out, base, stdout, stderr); err != nil {
+	if o.Prometheus.Enabled() {
+		start := time.Now()
+		trace, st, err := o.Prometheus.Load(ctx)
+		if err != nil {
+			return err
+		}
+		name := o.Prometheus.Name()
+		if !o.Quiet {
+			st.print(stderr, name, trace, time.Since(start))
+		}
+		if err := o.replayTrace(ctx, name, trace, o.Out, base, stdout, stderr); err != nil {
+			return err
+		}
+	} else if err := o.runTrace(ctx, o.Trace, o.Out, base, stdout, stderr); err != nil {
 		return err
 	}
 	if o.Holdout != "" {
@@ -129,6 +145,12 @@ func (o *CommandOptions) runTrace(ctx context.Context, file, out string, base Op
 		}
 		fmt.Fprintf(stderr, " (%s)\n", time.Since(start).Round(time.Millisecond))
 	}
+	return o.replayTrace(ctx, file, trace, out, base, stdout, stderr)
+}
+
+// replayTrace replays a trace read from name and writes its report to out.
+func (o *CommandOptions) replayTrace(ctx context.Context, file string, trace *Trace, out string, base Options, stdout, stderr io.Writer) error {
+	start := time.Now()
 	opts := base
 	opts.Progress = o.progress(stderr, "replay")
 	res, err := Replay(ctx, trace, opts)

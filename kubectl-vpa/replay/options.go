@@ -56,6 +56,10 @@ type CommandOptions struct {
 	// EvictAfterOOMThreshold is the updater's --evict-after-oom-threshold.
 	EvictAfterOOMThreshold time.Duration
 
+	// Prometheus reads the history from Prometheus instead of --trace
+	// (--prometheus-url and its flags).
+	Prometheus PrometheusSource
+
 	// Analyses run on every trace beside the replay; not a flag: a tool
 	// that builds on the replay adds its own (hack/replay-bounds).
 	Analyses []Analyzer
@@ -74,6 +78,7 @@ func NewCommandOptions() *CommandOptions {
 		PodLifetimeUpdateThreshold: 12 * time.Hour,
 		EvictAfterOOMThreshold:     10 * time.Minute,
 		OOMFeedback:                true,
+		Prometheus:                 newPrometheusSource(),
 	}
 }
 
@@ -93,13 +98,20 @@ func (o *CommandOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&o.PodUpdateThreshold, "pod-update-threshold", o.PodUpdateThreshold, "Updater: minimum relative change of requests for a pod within its bounds.")
 	fs.DurationVar(&o.PodLifetimeUpdateThreshold, "in-recommendation-bounds-eviction-lifetime-threshold", o.PodLifetimeUpdateThreshold, "Updater: minimum age of a pod within its bounds before it is updated.")
 	fs.DurationVar(&o.EvictAfterOOMThreshold, "evict-after-oom-threshold", o.EvictAfterOOMThreshold, "Updater: a container OOM-killed after running less than this gets its pod updated at once (with --oom-feedback).")
+	o.Prometheus.addFlags(fs)
 }
 
 // Validate reports every invalid option.
 func (o *CommandOptions) Validate() error {
 	var errs []error
-	if o.Trace == "" {
-		errs = append(errs, errors.New("--trace is required"))
+	switch {
+	case o.Prometheus.Enabled():
+		if o.Trace != "" || o.Holdout != "" {
+			errs = append(errs, errors.New("--prometheus-url replaces --trace and --holdout: give one source"))
+		}
+		errs = append(errs, o.Prometheus.validate()...)
+	case o.Trace == "":
+		errs = append(errs, errors.New("--trace is required (or --prometheus-url to read Prometheus)"))
 	}
 	if o.Holdout != "" {
 		if o.Holdout == o.Trace {

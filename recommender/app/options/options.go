@@ -22,7 +22,6 @@ package options
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -37,6 +36,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/promhistory"
 	"github.com/openvpa/openvpa/pkg/shards"
 	"github.com/openvpa/openvpa/recommender/app/options/tunables"
 	"github.com/openvpa/openvpa/recommender/estimator"
@@ -59,28 +59,9 @@ const (
 // LeaseName is the recommender's leader election lease.
 const LeaseName = "vpa-recommender-lease"
 
-// Prometheus holds the history-provider flags (--storage=prometheus).
-type Prometheus struct {
-	Address                 string
-	Insecure                bool
-	CadvisorJobName         string
-	HistoryLength           string
-	HistoryResolution       string
-	CPUMetric               string
-	MemoryMetric            string
-	QueryTimeout            string
-	PodLabelPrefix          string
-	MetricForPodLabels      string
-	PodNamespaceLabel       string
-	PodNameLabel            string
-	ContainerNamespaceLabel string
-	ContainerPodNameLabel   string
-	ContainerNameLabel      string
-	Username                string
-	Password                string
-	BearerToken             string
-	BearerTokenFile         string
-}
+// Prometheus holds the history-provider flags (--storage=prometheus),
+// which `kubectl vpa replay` shares.
+type Prometheus = promhistory.Flags
 
 // Options are the recommender's settings.
 type Options struct {
@@ -142,24 +123,7 @@ func NewOptions() *Options {
 		Estimator:                estimator.PercentileName,
 		Estimators:               estimator.DefaultOptions(),
 		Model:                    *model.DefaultConfig(),
-		Prometheus: Prometheus{
-			Address:                 "http://prometheus.monitoring.svc",
-			CadvisorJobName:         "kubernetes-cadvisor",
-			HistoryLength:           "8d",
-			HistoryResolution:       "1h",
-			CPUMetric:               "container_cpu_usage_seconds_total",
-			MemoryMetric:            "container_memory_working_set_bytes",
-			QueryTimeout:            "5m",
-			PodLabelPrefix:          "pod_label_",
-			MetricForPodLabels:      `up{job="kubernetes-pods"}`,
-			PodNamespaceLabel:       "kubernetes_namespace",
-			PodNameLabel:            "kubernetes_pod_name",
-			ContainerNamespaceLabel: "namespace",
-			ContainerPodNameLabel:   "pod_name",
-			ContainerNameLabel:      "name",
-			Username:                os.Getenv("PROMETHEUS_USERNAME"),
-			Password:                os.Getenv("PROMETHEUS_PASSWORD"),
-		},
+		Prometheus:               promhistory.DefaultFlags(),
 	}
 }
 
@@ -197,26 +161,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.ExternalMetricsCPUMetric, "external-metrics-cpu-metric", o.ExternalMetricsCPUMetric, "ALPHA.  Metric to use with external metrics provider for CPU usage.")
 	fs.StringVar(&o.ExternalMetricsMemoryMetric, "external-metrics-memory-metric", o.ExternalMetricsMemoryMetric, "ALPHA.  Metric to use with external metrics provider for memory usage.")
 
-	p := &o.Prometheus
-	fs.StringVar(&p.Address, "prometheus-address", p.Address, "Where to reach for Prometheus metrics")
-	fs.BoolVar(&p.Insecure, "prometheus-insecure", p.Insecure, "Skip tls verify if https is used in the prometheus-address")
-	fs.StringVar(&p.CadvisorJobName, "prometheus-cadvisor-job-name", p.CadvisorJobName, "Name of the prometheus job name which scrapes the cAdvisor metrics")
-	fs.StringVar(&p.HistoryLength, "history-length", p.HistoryLength, "How much time back prometheus have to be queried to get historical metrics")
-	fs.StringVar(&p.HistoryResolution, "history-resolution", p.HistoryResolution, "Resolution at which Prometheus is queried for historical metrics")
-	fs.StringVar(&p.QueryTimeout, "prometheus-query-timeout", p.QueryTimeout, "How long to wait before killing long queries")
-	fs.StringVar(&p.CPUMetric, "history-cpu-metric", p.CPUMetric, "Prometheus metric used for CPU usage")
-	fs.StringVar(&p.MemoryMetric, "history-memory-metric", p.MemoryMetric, "Prometheus metric used for memory usage")
-	fs.StringVar(&p.PodLabelPrefix, "pod-label-prefix", p.PodLabelPrefix, "Which prefix to look for pod labels in metrics")
-	fs.StringVar(&p.MetricForPodLabels, "metric-for-pod-labels", p.MetricForPodLabels, "Which metric to look for pod labels in metrics; a range selector (e.g. up{job=\"kubernetes-pods\"}[8d]) also finds pods that are gone")
-	fs.StringVar(&p.PodNamespaceLabel, "pod-namespace-label", p.PodNamespaceLabel, "Label name to look for pod namespaces")
-	fs.StringVar(&p.PodNameLabel, "pod-name-label", p.PodNameLabel, "Label name to look for pod names")
-	fs.StringVar(&p.ContainerNamespaceLabel, "container-namespace-label", p.ContainerNamespaceLabel, "Label name to look for container namespaces")
-	fs.StringVar(&p.ContainerPodNameLabel, "container-pod-name-label", p.ContainerPodNameLabel, "Label name to look for container pod names")
-	fs.StringVar(&p.ContainerNameLabel, "container-name-label", p.ContainerNameLabel, "Label name to look for container names")
-	fs.StringVar(&p.Username, "username", p.Username, "The username used in the prometheus server basic auth. Can also be set via the PROMETHEUS_USERNAME environment variable")
-	fs.StringVar(&p.Password, "password", p.Password, "The password used in the prometheus server basic auth. Can also be set via the PROMETHEUS_PASSWORD environment variable")
-	fs.StringVar(&p.BearerToken, "prometheus-bearer-token", p.BearerToken, "The bearer token used in the Prometheus server bearer token auth")
-	fs.StringVar(&p.BearerTokenFile, "prometheus-bearer-token-file", p.BearerTokenFile, "Path to the bearer token file used for authentication by the Prometheus server")
+	o.Prometheus.AddFlags(fs, "prometheus-address")
 
 	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
@@ -326,39 +271,7 @@ func (o *Options) Validate() []error {
 // HistoryConfig returns the Prometheus history provider's configuration
 // (--storage=prometheus), validated.
 func (o *Options) HistoryConfig() (history.Config, error) {
-	p := o.Prometheus
-	var errs []error
-	length, err := history.ParseDuration("--history-length", p.HistoryLength)
-	errs = append(errs, err)
-	resolution, err := history.ParseDuration("--history-resolution", p.HistoryResolution)
-	errs = append(errs, err)
-	timeout, err := history.ParseDuration("--prometheus-query-timeout", p.QueryTimeout)
-	errs = append(errs, err)
-	c := history.Config{
-		Address:                 p.Address,
-		Insecure:                p.Insecure,
-		CadvisorJobName:         p.CadvisorJobName,
-		Length:                  length,
-		Resolution:              resolution,
-		CPUMetric:               p.CPUMetric,
-		MemoryMetric:            p.MemoryMetric,
-		QueryTimeout:            timeout,
-		PodLabelsMetric:         p.MetricForPodLabels,
-		PodLabelPrefix:          p.PodLabelPrefix,
-		PodNamespaceLabel:       p.PodNamespaceLabel,
-		PodNameLabel:            p.PodNameLabel,
-		ContainerNamespaceLabel: p.ContainerNamespaceLabel,
-		ContainerPodNameLabel:   p.ContainerPodNameLabel,
-		ContainerNameLabel:      p.ContainerNameLabel,
-		Username:                p.Username,
-		Password:                p.Password,
-		BearerToken:             p.BearerToken,
-		BearerTokenFile:         p.BearerTokenFile,
-	}
-	if err := errors.Join(errs...); err != nil {
-		return c, err
-	}
-	return c, c.Validate()
+	return o.Prometheus.Config("prometheus-address")
 }
 
 // Warnings returns notes about deprecated flags that are set.

@@ -14,7 +14,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package history
+package promhistory
 
 import (
 	"errors"
@@ -32,11 +32,13 @@ import (
 // refuses range queries of more than 11,000 points per series.
 const MaxPointsPerSeries = 10000
 
-// Config is the provider's configuration; every field has an upstream flag
-// (recommender/app/options).
+// Config is what reading history takes; every field has a flag (Flags).
 type Config struct {
 	// Address is the Prometheus server's base URL.
 	Address string
+	// AddressFlag names the flag of Address in errors; empty means
+	// --prometheus-address, the recommender's.
+	AddressFlag string
 	// Insecure skips TLS verification of an https Address.
 	Insecure bool
 	// CadvisorJobName is the job label of the cAdvisor series; empty
@@ -62,6 +64,10 @@ type Config struct {
 	// MaxPointsPerSeries bounds the steps of one range query; zero means
 	// MaxPointsPerSeries.
 	MaxPointsPerSeries int
+	// MaxSamples bounds the points one Client reads over all its queries,
+	// so that a namespace larger than expected ends in an error rather than
+	// in the memory it would take; zero means no bound.
+	MaxSamples int
 }
 
 // ParseDuration parses a Prometheus duration ("8d", "1h", "90s").
@@ -90,9 +96,12 @@ func (c Config) Validate() error {
 	u, err := url.Parse(c.Address)
 	switch {
 	case err != nil:
-		errs = append(errs, fmt.Errorf("--prometheus-address: %w", err))
+		errs = append(errs, fmt.Errorf("%s: %w", c.addressFlag(), err))
 	case u.Scheme != "http" && u.Scheme != "https" || u.Host == "":
-		errs = append(errs, fmt.Errorf("--prometheus-address must be an http or https URL, got %q", c.Address))
+		errs = append(errs, fmt.Errorf("%s must be an http or https URL, got %q", c.addressFlag(), c.Address))
+	}
+	if c.MaxSamples < 0 {
+		errs = append(errs, fmt.Errorf("the most samples to read must not be negative, got %d", c.MaxSamples))
 	}
 	if c.Length <= 0 || c.Resolution <= 0 {
 		errs = append(errs, errors.New("--history-length and --history-resolution must be positive"))
@@ -131,6 +140,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+func (c Config) addressFlag() string {
+	if c.AddressFlag != "" {
+		return c.AddressFlag
+	}
+	return "--prometheus-address"
+}
+
 func (c Config) maxPoints() int {
 	if c.MaxPointsPerSeries > 0 {
 		return c.MaxPointsPerSeries
@@ -139,25 +155,48 @@ func (c Config) maxPoints() int {
 }
 
 // containerSelector is upstream's label matcher list of the cAdvisor series,
-// restricted to one namespace.
-func (c Config) containerSelector(namespace string) string {
+// restricted to one namespace and to the pods whose names match podRegex
+// (every pod when it is empty).
+func (c Config) containerSelector(namespace, podRegex string) string {
 	var b strings.Builder
 	if c.CadvisorJobName != "" {
 		fmt.Fprintf(&b, "job=%s, ", strconv.Quote(c.CadvisorJobName))
 	}
-	fmt.Fprintf(&b, `%s=~".+", %s!="POD", %s!="", %s=%s`, c.ContainerPodNameLabel, c.ContainerNameLabel, c.ContainerNameLabel,
+	podMatch := ".+"
+	if podRegex != "" {
+		podMatch = podRegex
+	}
+	fmt.Fprintf(&b, `%s=~%s, %s!="POD", %s!="", %s=%s`, c.ContainerPodNameLabel, strconv.Quote(podMatch), c.ContainerNameLabel, c.ContainerNameLabel,
 		c.ContainerNamespaceLabel, strconv.Quote(namespace))
 	return b.String()
 }
 
 // CPUQuery is the range query of a namespace's CPU usage in cores.
-func (c Config) CPUQuery(namespace string) string {
-	return fmt.Sprintf("rate(%s{%s}[%s])", c.CPUMetric, c.containerSelector(namespace), prommodel.Duration(c.Resolution))
-}
+func (c Config) CPUQuery(namespace string) string { return c.PodsCPUQuery(namespace, "") }
 
 // MemoryQuery is the range query of a namespace's memory usage in bytes.
-func (c Config) MemoryQuery(namespace string) string {
-	return fmt.Sprintf("%s{%s}", c.MemoryMetric, c.containerSelector(namespace))
+func (c Config) MemoryQuery(namespace string) string { return c.PodsMemoryQuery(namespace, "") }
+
+// PodsCPUQuery is CPUQuery restricted to the pods whose names match
+// podRegex, a fully anchored RE2 expression as Prometheus's =~ takes (every
+// pod when it is empty).
+func (c Config) PodsCPUQuery(namespace, podRegex string) string {
+	return fmt.Sprintf("rate(%s{%s}[%s])", c.CPUMetric, c.containerSelector(namespace, podRegex), prommodel.Duration(c.Resolution))
+}
+
+// PodsMemoryQuery is MemoryQuery restricted to the pods whose names match
+// podRegex (every pod when it is empty).
+func (c Config) PodsMemoryQuery(namespace, podRegex string) string {
+	return fmt.Sprintf("%s{%s}", c.MemoryMetric, c.containerSelector(namespace, podRegex))
+}
+
+// PodNamesRegex is the expression that matches exactly the given pod names.
+func PodNamesRegex(names []string) string {
+	quoted := make([]string, len(names))
+	for i, n := range names {
+		quoted[i] = regexp.QuoteMeta(n)
+	}
+	return strings.Join(quoted, "|")
 }
 
 // LabelsQuery is the instant query of a namespace's pod labels: the pod
