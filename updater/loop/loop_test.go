@@ -235,7 +235,8 @@ func newPod(app string, i int, cpu string) *corev1.Pod {
 			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 		}}},
 		Status: corev1.PodStatus{
-			Phase: corev1.PodRunning,
+			Phase:     corev1.PodRunning,
+			StartTime: &metav1.Time{Time: testNow.Add(-time.Hour)},
 			Conditions: []corev1.PodCondition{{
 				Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(testNow.Add(-30 * time.Minute)),
 			}},
