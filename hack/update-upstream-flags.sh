@@ -42,6 +42,7 @@ mkdir -p "$(dirname "${OUT}")"
       type = $3; gsub(/ /, "", type)
       def = $4; sub(/^ +/, "", def); sub(/ +$/, "", def)
       if (def ~ /^".*"$/) def = substr(def, 2, length(def) - 2)
+      gsub(/\\"/, "\"", def)
       printf "%s\t%s\t%s\t%s\n", c, name, type, def
     }' "${DIR}/docs/flags.md" | LC_ALL=C sort
 } >"${OUT}.tmp"
