@@ -169,9 +169,10 @@ update: ## Regenerate clients, CRDs and docs; add missing licence headers.
 	hack/update-crds.sh
 	hack/update-chart.sh
 	hack/update-flags-docs.sh
+	hack/update-upstream-flags.sh
 
 .PHONY: verify
-verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs and the Helm chart up to date.
+verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs, upstream's flag list and the Helm chart up to date.
 	hack/verify-boilerplate.sh
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
@@ -184,6 +185,7 @@ verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (mai
 	hack/verify-codegen.sh
 	hack/verify-crds.sh
 	hack/verify-flags-docs.sh
+	hack/verify-upstream-flags.sh
 	hack/verify-chart.sh
 
 .PHONY: help

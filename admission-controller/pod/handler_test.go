@@ -282,6 +282,11 @@ func equalRequirements(a, b corev1.ResourceRequirements) bool {
 	return bytes.Equal(x, y)
 }
 
+// TestEscape: resource and annotation names in JSON Patch paths are escaped
+// as RFC 6901 says, "~" as "~0" before "/" as "~1". Upstream 1.8 escapes both
+// in both places; 1.7 escaped only "/" and only in annotation names, so an
+// extended resource such as example.com/gpu made a path the API server
+// refused.
 func TestEscape(t *testing.T) {
 	tests := map[string]string{
 		"plain":         "plain",

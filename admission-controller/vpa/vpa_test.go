@@ -92,6 +92,8 @@ func TestAdmit(t *testing.T) {
 			wantErr: "memory must be a whole number of bytes"},
 		"mode Off with RequestsAndLimits": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", Mode: ptr(vpav1.ContainerScalingModeOff), ControlledValues: ptr(vpav1.ContainerControlledValuesRequestsAndLimits)})),
 			wantErr: "controlledValues: Forbidden"},
+		// Upstream 1.8 validates controlledResources: only cpu and memory,
+		// a value already stored is kept with a warning (1.7 took anything).
 		"unsupported controlledResources": {vpa: with(policy(vpav1.ContainerResourcePolicy{ContainerName: "a", ControlledResources: &[]corev1.ResourceName{"cpu", "gpu"}})),
 			wantErr: `controlledResources[1]: Unsupported value: "gpu"`},
 		"unsupported controlledResources already stored warns": {

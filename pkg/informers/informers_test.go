@@ -99,7 +99,7 @@ func TestSetServesTrimmedWorkloadsVPAsAndMergedLimitRanges(t *testing.T) {
 			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](3), Selector: sel, Template: template}}),
 		"/apis/apps/v1/daemonsets": list("apps/v1", "DaemonSetList", appsv1.DaemonSet{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "agent", ResourceVersion: "1"},
-			Spec:       appsv1.DaemonSetSpec{Selector: sel, Template: template}, Status: appsv1.DaemonSetStatus{NumberReady: 2}}),
+			Spec:       appsv1.DaemonSetSpec{Selector: sel, Template: template}, Status: appsv1.DaemonSetStatus{NumberReady: 1, DesiredNumberScheduled: 2}}),
 		"/apis/apps/v1/replicasets":      emptyList("apps/v1", "ReplicaSetList"),
 		"/apis/apps/v1/statefulsets":     emptyList("apps/v1", "StatefulSetList"),
 		"/apis/batch/v1/jobs":            emptyList("batch/v1", "JobList"),
@@ -129,7 +129,7 @@ func TestSetServesTrimmedWorkloadsVPAsAndMergedLimitRanges(t *testing.T) {
 		replicas   int32
 	}{
 		"a Deployment's spec.replicas": {target.KindDeployment, "web", 3},
-		"a DaemonSet's ready pods":     {target.KindDaemonSet, "agent", 2},
+		"a DaemonSet's desired pods":   {target.KindDaemonSet, "agent", 2},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

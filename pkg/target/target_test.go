@@ -419,9 +419,10 @@ func TestTrimWorkload(t *testing.T) {
 			in:   &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: template}},
 			want: &Workload{ObjectMeta: wantMeta, Kind: KindStatefulSet, Selector: parsed},
 		},
-		"daemonset counts its ready pods": {
+		// Upstream 1.8 counts the pods a DaemonSet should run; 1.7 its ready ones.
+		"daemonset counts the pods it should run": {
 			in:   &appsv1.DaemonSet{ObjectMeta: meta, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: template}, Status: appsv1.DaemonSetStatus{NumberReady: 4, DesiredNumberScheduled: 5}},
-			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: parsed, Replicas: ptr.To[int32](4)},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDaemonSet, Selector: parsed, Replicas: ptr.To[int32](5)},
 		},
 		"job": {
 			in:   &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Selector: sel, Template: template}},

@@ -49,7 +49,7 @@ type Workload struct {
 	SelectorErr error
 	// Replicas is what the updater counts as the controller's configured
 	// replicas, as upstream: spec.replicas of a Deployment, ReplicaSet,
-	// StatefulSet or ReplicationController, status.numberReady of a
+	// StatefulSet or ReplicationController, status.desiredNumberScheduled of a
 	// DaemonSet; nil for the other kinds and when unset.
 	Replicas *int32
 }
@@ -96,9 +96,12 @@ func WorkloadOf(obj any) (Workload, bool) {
 	case *appsv1.StatefulSet:
 		return workload(KindStatefulSet, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	case *appsv1.DaemonSet:
-		// A copy: a pointer into the status would keep the whole object.
-		ready := o.Status.NumberReady
-		return workload(KindDaemonSet, &o.ObjectMeta, o.Spec.Selector, &ready), true
+		// A DaemonSet's configured replicas are the nodes it should run on
+		// (upstream 1.8; 1.7 counted its ready pods, so pods not yet ready
+		// shrank the disruption budget). A copy: a pointer into the status
+		// would keep the whole object.
+		desired := o.Status.DesiredNumberScheduled
+		return workload(KindDaemonSet, &o.ObjectMeta, o.Spec.Selector, &desired), true
 	case *batchv1.Job:
 		return workload(KindJob, &o.ObjectMeta, o.Spec.Selector, nil), true
 	case *batchv1.CronJob:

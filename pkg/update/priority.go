@@ -67,6 +67,10 @@ type ContainerInput struct {
 	// OOMKilledAfter is how long the container ran before its last
 	// termination when that termination was an OOM kill; nil otherwise.
 	OOMKilledAfter *time.Duration
+	// OOMKilledAgo is how long ago that OOM kill ended; nil when unknown.
+	// An OOM kill that ended EvictAfterOOMThreshold or longer ago no longer
+	// makes a quick OOM (upstream 1.8).
+	OOMKilledAgo *time.Duration
 	// ScalingOff is true when the container's scaling mode is Off; its OOM
 	// kills then do not count.
 	ScalingOff bool
@@ -130,7 +134,8 @@ func Decide(cfg Thresholds, in PodInput) Decision {
 	totalRequest := map[corev1.ResourceName]int64{}
 	totalTarget := map[corev1.ResourceName]int64{}
 	for _, c := range in.Containers {
-		if c.OOMKilledAfter != nil && !c.ScalingOff && *c.OOMKilledAfter < cfg.EvictAfterOOMThreshold {
+		if c.OOMKilledAfter != nil && !c.ScalingOff && *c.OOMKilledAfter < cfg.EvictAfterOOMThreshold &&
+			(c.OOMKilledAgo == nil || *c.OOMKilledAgo < cfg.EvictAfterOOMThreshold) {
 			d.QuickOOM = true
 		}
 		if !c.HasRecommendation {

@@ -65,7 +65,7 @@ func PodInputFor(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vp
 			c.HasRecommendation = true
 			c.Target, c.LowerBound, c.UpperBound = r.Target, r.LowerBound, r.UpperBound
 		}
-		c.OOMKilledAfter = lastOOMRuntime(pod, container.Name)
+		c.OOMKilledAfter, c.OOMKilledAgo = lastOOM(pod, container.Name, now)
 		in.Containers = append(in.Containers, c)
 	}
 	return in
@@ -88,19 +88,22 @@ func containerRecommendation(rec *vpav1.RecommendedPodResources, name string) *v
 	return nil
 }
 
-func lastOOMRuntime(pod *corev1.Pod, name string) *time.Duration {
+// lastOOM returns, when the container's last termination was an OOM kill,
+// how long it had run and how long ago, at now, it ended.
+func lastOOM(pod *corev1.Pod, name string, now time.Time) (ran, ago *time.Duration) {
 	for _, status := range pod.Status.ContainerStatuses {
 		if status.Name != name {
 			continue
 		}
 		t := status.LastTerminationState.Terminated
 		if t == nil || t.Reason != "OOMKilled" {
-			return nil
+			return nil, nil
 		}
 		d := t.FinishedAt.Sub(t.StartedAt.Time)
-		return &d
+		since := now.Sub(t.FinishedAt.Time)
+		return &d, &since
 	}
-	return nil
+	return nil, nil
 }
 
 func currentRequests(pod *corev1.Pod, container corev1.Container) corev1.ResourceList {

@@ -46,13 +46,14 @@ func TestDecidePod(t *testing.T) {
 		}
 		return p
 	}
-	oom := func(ran time.Duration) func(*corev1.Pod) {
+	oomEnded := func(ran, ago time.Duration) func(*corev1.Pod) {
 		return func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", LastTerminationState: corev1.ContainerState{
-				Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", StartedAt: metav1.Time{Time: now.Add(-ran - time.Minute)}, FinishedAt: metav1.Time{Time: now.Add(-time.Minute)}},
+				Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", StartedAt: metav1.Time{Time: now.Add(-ran - ago)}, FinishedAt: metav1.Time{Time: now.Add(-ago)}},
 			}}}
 		}
 	}
+	oom := func(ran time.Duration) func(*corev1.Pod) { return oomEnded(ran, time.Minute) }
 	off := vpav1.ContainerScalingModeOff
 	tests := map[string]struct {
 		pod      *corev1.Pod
@@ -70,6 +71,15 @@ func TestDecidePod(t *testing.T) {
 		},
 		"quick OOM from the last termination state": {
 			pod: pod("180m", "200m", oom(time.Minute)), want: ReasonQuickOOM, update: true,
+		},
+		// Upstream 1.8: the OOM kill must also have ended within the
+		// threshold; 1.7 counted a quick OOM of any age, so a pod that
+		// OOMed once at start stayed a candidate for its whole life.
+		"quick OOM that ended 11m ago no longer counts": {
+			pod: pod("180m", "200m", oomEnded(time.Minute, 11*time.Minute)), want: ReasonTooYoung,
+		},
+		"quick OOM that ended 9m ago counts": {
+			pod: pod("180m", "200m", oomEnded(time.Minute, 9*time.Minute)), want: ReasonQuickOOM, update: true,
 		},
 		"OOM of a container with scaling mode Off": {
 			pod: pod("180m", "200m", oom(time.Minute)), want: ReasonTooYoung,

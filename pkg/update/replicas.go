@@ -26,7 +26,7 @@ import (
 
 // WorkloadCounter is the updater's ReplicaCounter: it reads configured
 // replicas from the controllers' caches, as upstream: spec.replicas of ReplicaSets, StatefulSets and
-// ReplicationControllers, status.numberReady of DaemonSets (see
+// ReplicationControllers, status.desiredNumberScheduled of DaemonSets (see
 // target.Workload.Replicas), and the live pods of a Job.
 type WorkloadCounter struct {
 	Workloads target.Workloads

@@ -62,7 +62,7 @@ func TestReplicaCounterReadsTrimmedCaches(t *testing.T) {
 	}{
 		"replicaset spec.replicas":      {kind: "ReplicaSet", name: "rs", want: 3},
 		"statefulset spec.replicas":     {kind: "StatefulSet", name: "ss", want: 2},
-		"daemonset counts ready pods":   {kind: "DaemonSet", name: "ds", want: 4},
+		"daemonset counts desired pods": {kind: "DaemonSet", name: "ds", want: 6},
 		"replicationcontroller":         {kind: "ReplicationController", name: "rc", want: 5},
 		"job counts its live pods":      {kind: "Job", name: "any", live: 7, want: 7},
 		"zero replicas is an error":     {kind: "ReplicaSet", name: "scaled-to-zero", wantErr: "no replicas configured"},

@@ -240,6 +240,12 @@ func TestCanInPlaceUpdate(t *testing.T) {
 		"InPlace resize in progress": {
 			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizeInProgress, "")}, want: InPlaceDeferred,
 		},
+		// Upstream 1.8: a resize the kubelet reports as failed (InProgress,
+		// reason Error) is deferred and retried, not cached as infeasible
+		// until the recommendation changes, as upstream 1.7 did.
+		"InPlace resize error is deferred, not infeasible": {
+			mode: vpav1.UpdateModeInPlace, opts: []podOpt{cond(corev1.PodResizeInProgress, corev1.PodReasonError)}, want: InPlaceDeferred,
+		},
 		"InPlaceOrRecreate infeasible falls back to eviction": {
 			mode: vpav1.UpdateModeInPlaceOrRecreate, opts: []podOpt{cond(corev1.PodResizePending, corev1.PodReasonInfeasible)}, want: InPlaceEvict,
 		},

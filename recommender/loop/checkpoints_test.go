@@ -67,6 +67,14 @@ func TestCheckpointWritesSpreadOverInterval(t *testing.T) {
 	}
 }
 
+// TestRestoreBeforeFirstLoop: checkpoints restored once, before the first
+// loop, give the first status the saved history. The recommender restores
+// in its Work, which the component runtime starts only after the informers
+// synced (pkg/component TestRunStopsInOrder), so the VPAs the checkpoints
+// belong to are known. Upstream 1.7.0 read the checkpoints while building the
+// recommender, before its informers started, and restored nothing; 1.7.1
+// moved the restore after the sync ("Ensure that VPA checkpoint is loaded in
+// the correct order").
 func TestRestoreBeforeFirstLoop(t *testing.T) {
 	h := newHarness(t, nil)
 	h.addVPA("ns", "web", "web")

@@ -316,6 +316,28 @@ func TestOOMBumpsMemory(t *testing.T) {
 	}
 }
 
+// TestOOMOfDeletedPodCounts: an OOM kill reported in the loop that first
+// sees its pod gone still bumps the memory recommendation. Upstream 1.8
+// ("defer pod deletion until after metrics are loaded") does the same; 1.7.0
+// dropped the pod's containers while loading pods, before the OOMs, and lost
+// the kill of a pod deleted right after it (an OOM-killed Job pod, a pod
+// evicted for its OOM).
+func TestOOMOfDeletedPodCounts(t *testing.T) {
+	h := newHarness(t, nil)
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 300, 400*mi, "app")
+	h.addPod("ns", "web-2", "web", 300, 400*mi, "app")
+	h.loops(2)
+	h.deletePod("ns", "web-1")
+	h.ooms = []input.OOM{{Pod: podID("ns", "web-1"), Container: "app", Time: h.clk.Now(), Memory: 500 * mi}}
+	h.loop()
+	_, mem := targetOf(t, h.vpa("ns", "web"), "app")
+	// max(500Mi+100Mi, 500Mi×1.2) = 600Mi, plus the 15% margin.
+	if q := resource.MustParse(mem); q.Value() < 600*mi*115/100 {
+		t.Errorf("memory target after the deleted pod's OOM = %s, want at least 690Mi", mem)
+	}
+}
+
 // gatedStatus is a status.Writer whose writes wait at a gate.
 type gatedStatus struct {
 	status.Writer

@@ -65,6 +65,16 @@ func TestRecordOOM(t *testing.T) {
 			ooms:     []oom{{at: -20 * time.Hour, request: 2000 * mib}},
 			wantPeak: 2400 * mib,
 		},
+		// Upstream 1.8.0 (kubernetes/autoscaler#8548, "do not discard fresh
+		// OOMs near aggregation boundary"): an OOM's age counts from the last
+		// memory sample. Upstream 1.7 counted it from the window's end, a
+		// full interval ahead of a sample that just opened the window, and
+		// dropped an OOM seen a moment before that sample.
+		"upstream 1.8: an OOM 2m before the sample that opened the window is kept": {
+			usage:    1000 * mib,
+			ooms:     []oom{{at: -2 * time.Minute, request: 1000 * mib}},
+			wantPeak: 1200 * mib,
+		},
 		"repeated OOMs do not run away": {
 			ooms: []oom{
 				{at: time.Minute, request: 1000 * mib},

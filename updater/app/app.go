@@ -118,6 +118,7 @@ func Run(ctx context.Context, c options.Config) error {
 		InPlace:                      o.Features.Enabled(features.InPlace),
 		StartupBoost:                 o.Features.Enabled(features.CPUStartupBoost),
 		NativeSidecars:               o.Features.Enabled(features.NativeSidecar),
+		BoostWorkers:                 o.ConcurrentCPUStartupBoostSyncs,
 		Namespaces:                   o.Namespaces.Filter(),
 	}, loop.Deps{
 		VPAs:        listerFunc[*vpav1.VerticalPodAutoscaler](func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) }),

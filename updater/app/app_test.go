@@ -38,6 +38,8 @@ func TestStartupFailures(t *testing.T) {
 		"json, invalid flag value": {JSON: true, Args: []string{"--min-replicas=0", "--updater-interval=0s"}, WantErr: "--min-replicas must be at least 1, got 0"},
 		"text, missing kubeconfig": {Args: []string{"--kubeconfig=/nonexistent"}, WantErr: "loading the API client configuration: stat /nonexistent"},
 		"text, invalid flag value": {Args: []string{"--eviction-tolerance=2"}, WantErr: "--eviction-tolerance must be within [0, 1], got 2"},
+		// Upstream 1.8 refuses a non-positive worker count too.
+		"no boost workers": {Args: []string{"--concurrent-cpu-startup-boost-syncs=0"}, WantErr: "--concurrent-cpu-startup-boost-syncs must be positive, got 0"},
 	})
 }
 

@@ -241,6 +241,17 @@ func (c Client) MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Ti
 	return rec, c.writeRecord(ctx, pod, rec, false)
 }
 
+// MarkRefused records that the API server refused a resize to requests
+// because the pod cannot fit its node (Forbidden with a NodeCapacity cause,
+// Kubernetes 1.36 and later). The pod did not change, so the record holds
+// the refused requests and the pod's unchanged generation: an InPlace VPA
+// skips the pod until its recommendation lowers some request below them, as
+// after a resize the kubelet reported Infeasible.
+func (c Client) MarkRefused(ctx context.Context, pod *corev1.Pod, requests map[string]corev1.ResourceList, now time.Time) (Record, error) {
+	rec := Record{Started: metav1.NewTime(now), Generation: pod.Generation, Requests: requests, Infeasible: true}
+	return rec, c.writeRecord(ctx, pod, rec, false)
+}
+
 // originals returns the openvpa.io/original-resources value after a resize
 // of the containers in resized: the annotation as it is, plus the resources
 // before this resize of every resized container it does not record yet. It

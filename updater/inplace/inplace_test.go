@@ -139,6 +139,37 @@ func TestResizeRecordsOnPod(t *testing.T) {
 	}
 }
 
+// TestMarkRefusedRulesOutTheSameRequests: a resize the API server refused
+// for node capacity is recorded with the refused requests, so that the same
+// or higher requests are not sent again while a lower one is.
+func TestMarkRefusedRulesOutTheSameRequests(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Generation: 3},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: rl("100m")}}}},
+	}
+	client := fake.NewClientset(pod)
+	c := Client{Pods: func(ns string) PodPatcher { return client.CoreV1().Pods(ns) }}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	refused := map[string]corev1.ResourceList{"app": rl("8")}
+	if _, err := c.MarkRefused(context.Background(), pod, refused, now); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := client.CoreV1().Pods("ns").Get(context.Background(), "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := Read(stored)
+	if !ok || !rec.Current(stored) || !rec.Infeasible {
+		t.Fatalf("record %+v (ok %v), want a current infeasible record", rec, ok)
+	}
+	if !InfeasibleRulesOut(rec, map[string]corev1.ResourceList{"app": rl("8")}) {
+		t.Error("the refused requests are not ruled out")
+	}
+	if InfeasibleRulesOut(rec, map[string]corev1.ResourceList{"app": rl("4")}) {
+		t.Error("lower requests are ruled out")
+	}
+}
+
 func cpuOf(r annotations.Resources) string {
 	q := r.Requests[corev1.ResourceCPU]
 	return q.String()

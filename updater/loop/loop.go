@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -75,6 +76,9 @@ type Config struct {
 	// NativeSidecars updates native sidecars like containers (feature gate
 	// NativeSidecar): pods are planned on their sidecar.View.
 	NativeSidecars bool
+	// BoostWorkers is how many startup boosts are ended in place at once
+	// (--concurrent-cpu-startup-boost-syncs); below 1 means 1.
+	BoostWorkers int
 	// Namespaces filters the VPAs handled.
 	Namespaces namespaces.Filter
 }
@@ -110,6 +114,7 @@ type Resizer interface {
 	Resize(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, observed map[string]bool, now time.Time) (map[string]corev1.ResourceList, error)
 	RecordSeen(ctx context.Context, pod *corev1.Pod, now time.Time) error
 	MarkInfeasible(ctx context.Context, pod *corev1.Pod, now time.Time) (inplace.Record, error)
+	MarkRefused(ctx context.Context, pod *corev1.Pod, requests map[string]corev1.ResourceList, now time.Time) (inplace.Record, error)
 	Unboost(ctx context.Context, pod *corev1.Pod, resources []recommendation.ContainerResources, boosted []string) error
 }
 
@@ -187,9 +192,11 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 	if u.cfg.UseAdmissionControllerStatus {
 		fresh, err := u.d.Status.IsFresh(ctx)
 		if err != nil {
+			u.d.Metrics.AdmissionControllerStatusInvalid.WithLabelValues("error").Inc()
 			return err
 		}
 		if !fresh {
+			u.d.Metrics.AdmissionControllerStatusInvalid.WithLabelValues("invalid").Inc()
 			logger.Info("Admission controller status is stale or missing; skipping this loop")
 			return nil
 		}
@@ -285,6 +292,11 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	now := u.d.Clock.Now()
 	m := u.d.Metrics
 	m.ControlledPods.WithLabelValues(size, string(mode)).Add(float64(len(pods)))
+	// The per-VPA counters exist from the first loop that sees the VPA, so
+	// that rate() and increase() over them read 0 rather than nothing
+	// (upstream 1.8, kubernetes/autoscaler#9058).
+	m.EvictedPods.WithLabelValues(size, string(mode), vpa.Name, vpa.Namespace).Add(0)
+	m.InPlaceUpdatedPods.WithLabelValues(size, vpa.Name, vpa.Namespace).Add(0)
 
 	step := u.d.Clock.Now()
 	lr := u.d.LimitRanges(vpa.Namespace)
@@ -436,6 +448,14 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			reason := "InPlaceUpdateError"
 			if isNodeCapacity(err) {
 				reason = "InPlaceUpdateInfeasible"
+				// InPlace: the refused requests are not retried until the
+				// recommendation lowers one of them (upstream 1.8's
+				// isInfeasibleError).
+				if mode == vpav1.UpdateModeInPlace {
+					if _, err := u.d.Resizer.MarkRefused(ctx, pod, c.requests, now); err != nil {
+						logger.Error(err, "Recording a refused resize", "pod", klog.KObj(pod))
+					}
+				}
 			}
 			m.FailedInPlaceUpdates.WithLabelValues(size, reason, vpa.Name, vpa.Namespace).Inc()
 			logger.Error(err, "Resizing pod in place", "pod", klog.KObj(pod))
@@ -476,11 +496,23 @@ func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
 // over (the pod is Ready and the boost's duration has passed), and returns
 // the pods left for the regular updates: those carrying no boost. A pod
 // still boosted, or unboosted now, is left alone until a later loop.
+//
+// The pods to unboost are chosen one by one, within the disruption budget,
+// then resized by up to BoostWorkers requests at once, each after the
+// in-place rate limiter.
 func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr limitrange.Merged, pods []*corev1.Pod) []*corev1.Pod {
 	logger := klog.FromContext(ctx)
 	m := u.d.Metrics
 	now := u.d.Clock.Now()
 	rest := pods[:0:0]
+	type job struct {
+		pod       *corev1.Pod
+		resources []recommendation.ContainerResources
+		expired   []string
+		keys      []string
+		err       error
+	}
+	var jobs []*job
 	for _, pod := range pods {
 		marks := boost.Containers(pod)
 		if len(marks) == 0 {
@@ -496,29 +528,47 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			logger.V(4).Info("Boosted pod cannot be unboosted yet", "pod", klog.KObj(pod))
 			continue
 		}
-		resources := unboosted(u.view(pod), vpa, lr, expired, marks)
+		// Counted now, so that the next pod's CanUnboost sees it.
+		restr.RecordInPlaceUpdate(pod)
 		if u.cfg.DryRun {
 			u.d.Metrics.DryRunDecisions.WithLabelValues("unboost").Inc()
 			u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonDryRunInPlaceResize, "Dry run: VPA Updater would end the CPU startup boost of this pod in place.")
-			restr.RecordInPlaceUpdate(pod)
 			continue
-		}
-		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
-			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
-			break
 		}
 		keys := make([]string, len(expired))
 		for i, name := range expired {
 			keys[i] = boost.Annotation(name)
 		}
-		if err := u.d.Resizer.Unboost(ctx, pod, resources, keys); err != nil {
+		jobs = append(jobs, &job{pod: pod, resources: unboosted(u.view(pod), vpa, lr, expired, marks), expired: expired, keys: keys})
+	}
+
+	workers := max(u.cfg.BoostWorkers, 1)
+	slots := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	started := 0
+	for _, j := range jobs {
+		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
+			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			break
+		}
+		slots <- struct{}{}
+		started++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			j.err = u.d.Resizer.Unboost(ctx, j.pod, j.resources, j.keys)
+		}()
+	}
+	wg.Wait()
+	for _, j := range jobs[:started] {
+		if j.err != nil {
 			m.FailedInPlaceUpdates.WithLabelValues(size, "UnboostError", vpa.Name, vpa.Namespace).Inc()
-			logger.Error(err, "Ending the startup boost of pod", "pod", klog.KObj(pod))
+			logger.Error(j.err, "Ending the startup boost of pod", "pod", klog.KObj(j.pod))
 			continue
 		}
-		logger.Info("Ended the startup boost in place", "pod", klog.KObj(pod), "containers", expired)
-		u.d.Recorder.Event(pod, corev1.EventTypeNormal, ReasonInPlaceResized, "Pod was resized in place by VPA Updater.")
-		restr.RecordInPlaceUpdate(pod)
+		logger.Info("Ended the startup boost in place", "pod", klog.KObj(j.pod), "containers", j.expired)
+		u.d.Recorder.Event(j.pod, corev1.EventTypeNormal, ReasonInPlaceResized, "Pod was resized in place by VPA Updater.")
 		m.InPlaceUpdatedPods.WithLabelValues(size, vpa.Name, vpa.Namespace).Inc()
 	}
 	return rest

@@ -40,6 +40,10 @@ type Metrics struct {
 	FailedInPlaceUpdates     *prometheus.CounterVec
 	InfeasibleSkips          *prometheus.CounterVec
 	ExecutionLatency         *prometheus.HistogramVec
+	// AdmissionControllerStatusInvalid counts loops skipped because the
+	// admission controller's status Lease could not be read ("error") or was
+	// missing or stale ("invalid").
+	AdmissionControllerStatusInvalid *prometheus.CounterVec
 	// DryRunDecisions counts what --dry-run would have done (OpenVPA only).
 	DryRunDecisions *prometheus.CounterVec
 }
@@ -69,11 +73,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: metricsNamespace, Name: "execution_latency_seconds", Help: "Time spent in various parts of VPA Updater main loop.",
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
-		DryRunDecisions: c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
+		AdmissionControllerStatusInvalid: c("admission_controller_status_invalid_total", "Number of times Updater skipped its main loop because the Admission Controller status Lease was missing, stale or otherwise invalid.", "reason"),
+		DryRunDecisions:                  c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
 	}
 	reg.MustRegister(m.ControlledPods, m.EvictablePods, m.EvictedPods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
 		m.FailedEvictions, m.InPlaceUpdatablePods, m.InPlaceUpdatedPods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated,
-		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.DryRunDecisions)
+		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.AdmissionControllerStatusInvalid, m.DryRunDecisions)
 	return m
 }
 

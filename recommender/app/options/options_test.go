@@ -155,3 +155,28 @@ func TestEstimatorFlagAcceptsEveryKnownEstimator(t *testing.T) {
 		t.Error("an unknown estimator must be rejected")
 	}
 }
+
+// TestHistoryMetricFlagsReachTheQueries: --history-cpu-metric and
+// --history-memory-metric name the series the Prometheus history is read
+// from. Upstream registered both flags and ignored them until 1.7.1
+// ("honour --history-cpu-metric and --history-memory-metric"); here they
+// were always honoured.
+func TestHistoryMetricFlagsReachTheQueries(t *testing.T) {
+	o := NewOptions()
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	o.AddFlags(fs)
+	if err := fs.Parse([]string{"--storage=prometheus", "--prometheus-address=http://prometheus:9090",
+		"--history-cpu-metric=node_cpu_by_container", "--history-memory-metric=node_memory_by_container"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := o.HistoryConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := c.CPUQuery("ns"); !strings.HasPrefix(q, "rate(node_cpu_by_container{") {
+		t.Errorf("CPU query %q does not read --history-cpu-metric", q)
+	}
+	if q := c.MemoryQuery("ns"); !strings.HasPrefix(q, "node_memory_by_container{") {
+		t.Errorf("memory query %q does not read --history-memory-metric", q)
+	}
+}

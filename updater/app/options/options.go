@@ -59,6 +59,7 @@ type Options struct {
 	AdmissionControllerLeaseName    string
 	AdmissionControllerLeaseNS      string
 	AdmissionControllerLeaseTimeout time.Duration
+	ConcurrentCPUStartupBoostSyncs  int
 }
 
 // NewOptions returns the defaults.
@@ -80,6 +81,7 @@ func NewOptions() *Options {
 		Address:                         ":8943",
 		AdmissionControllerLeaseName:    status.DefaultLeaseName,
 		AdmissionControllerLeaseTimeout: status.DefaultTimeout,
+		ConcurrentCPUStartupBoostSyncs:  1,
 	}
 }
 
@@ -106,6 +108,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.AdmissionControllerLeaseName, "admission-controller-status-lease-name", o.AdmissionControllerLeaseName, "The name of the lease the admission controller renews to report its status.")
 	fs.StringVar(&o.AdmissionControllerLeaseNS, "admission-controller-status-lease-namespace", o.AdmissionControllerLeaseNS, "The namespace of the admission controller status lease; empty means $NAMESPACE, else kube-system.")
 	fs.DurationVar(&o.AdmissionControllerLeaseTimeout, "admission-controller-status-lease-timeout", o.AdmissionControllerLeaseTimeout, "How long after its last renewal the admission controller status lease counts as valid.")
+	fs.IntVar(&o.ConcurrentCPUStartupBoostSyncs, "concurrent-cpu-startup-boost-syncs", o.ConcurrentCPUStartupBoostSyncs, "The number of CPU startup boosts ended in place concurrently (CPUStartupBoost feature gate). Boosts are ended in each updater loop.")
 	o.Kube.AddFlags(s.FlagSet("kubernetes client"))
 	o.Namespaces.AddFlags(s.FlagSet("namespaces"))
 	o.LeaderElection.AddFlags(s.FlagSet("leader election"))
@@ -166,6 +169,7 @@ func (o *Options) Validate() []error {
 	check(o.EvictionRateLimit > 0 && o.EvictionRateBurst < 1, "--eviction-rate-burst must be at least 1 with a rate limit, got %d", o.EvictionRateBurst)
 	check(o.PodUpdateThreshold < 0, "--pod-update-threshold must not be negative, got %v", o.PodUpdateThreshold)
 	check(o.PodLifetimeUpdateThreshold < 0 || o.EvictAfterOOMThreshold < 0, "--in-recommendation-bounds-eviction-lifetime-threshold and --evict-after-oom-threshold must not be negative")
+	check(o.ConcurrentCPUStartupBoostSyncs <= 0, "--concurrent-cpu-startup-boost-syncs must be positive, got %d", o.ConcurrentCPUStartupBoostSyncs)
 	check(o.AdmissionControllerLeaseTimeout <= 0, "--admission-controller-status-lease-timeout must be positive, got %v", o.AdmissionControllerLeaseTimeout)
 	return errs
 }
