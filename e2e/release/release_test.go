@@ -57,7 +57,7 @@ import (
 
 const (
 	releaseNS   = "openvpa-system"
-	releaseName = "vpa"
+	releaseName = "openvpa" // the README's
 	chartName   = "vertical-pod-autoscaler"
 	nodeLabel   = "openvpa.io/real-node"
 	memhog      = "ghcr.io/openvpa/memhog:local"
@@ -175,6 +175,82 @@ func (e *env) release(t *testing.T, version string) manifest {
 		t.Fatalf("release.json lists %d images", len(m.Images))
 	}
 	return m
+}
+
+// readmeInstall is the info string of the README's install block.
+const readmeInstall = "```sh install"
+
+// readmeBlock returns the README's install commands.
+func readmeBlock(t *testing.T, root string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), readmeInstall+"\n")
+	if !ok {
+		t.Fatalf("README.md has no %q block", readmeInstall)
+	}
+	block, _, ok := strings.Cut(rest, "\n```\n")
+	if !ok {
+		t.Fatalf("README.md: the %q block does not end", readmeInstall)
+	}
+	if !strings.Contains(block, "helm install "+releaseName+" oci://ghcr.io/openvpa/"+chartName) {
+		t.Fatalf("README.md's install block no longer installs release %s from oci://ghcr.io/openvpa/%s:\n%s", releaseName, chartName, block)
+	}
+	return block
+}
+
+// shellQuote quotes s for bash.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// installFromREADME runs the README's install commands as they are written, with bash, against
+// the local cluster. Only the environment differs from a user's: a helm on PATH that reads the
+// chart from the test's registry instead of ghcr.io/openvpa (with --plain-http and the release's
+// version) and places the components on the real node, a kubectl of the cluster's version, and a
+// kubeconfig whose namespace is a fresh test namespace.
+func (e *env) installFromREADME(t *testing.T, m manifest) {
+	t.Helper()
+	block := readmeBlock(t, e.c.RepoRoot)
+	dir := t.TempDir()
+	extra := []string{"--version", m.Chart.Version, "--plain-http", "--timeout", "6m"}
+	extra = append(extra, chartArgs()...)
+	var quoted []string
+	for _, a := range extra {
+		quoted = append(quoted, shellQuote(a))
+	}
+	helmShim := "#!/usr/bin/env bash\nset -euo pipefail\nargs=()\n" +
+		"for a in \"$@\"; do args+=(\"${a/#oci:\\/\\/ghcr.io\\/openvpa\\//oci://" + e.registry + "/openvpa/}\"); done\n" +
+		"if [[ \"${1:-}\" == install || \"${1:-}\" == upgrade ]]; then args+=(" + strings.Join(quoted, " ") + "); fi\n" +
+		"exec " + shellQuote(e.helmBin) + " \"${args[@]}\"\n"
+	kubectlShim := "#!/usr/bin/env bash\nexec " + shellQuote(e.c.KubectlPath) + " \"$@\"\n"
+	for name, body := range map[string]string{"helm": helmShim, "kubectl": kubectlShim} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ns := e.c.NewNamespace(t)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	raw := e.c.Kubectl(t, "config", "view", "--raw")
+	if err := os.WriteFile(kubeconfig, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(e.c.KubectlPath, "--kubeconfig", kubeconfig, "config", "set-context", "--current", "--namespace", ns).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl config set-context: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"), "KUBECONFIG="+kubeconfig)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README.md's install commands: %v\n%s\n--- output\n%s", err, block, out)
+	}
+	t.Logf("README.md's install commands:\n%s\n--- output\n%s", block, out)
+	if _, err := e.vpas.AutoscalingV1().VerticalPodAutoscalers(ns).Get(context.Background(), "web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the README's VPA web: %v", err)
+	}
 }
 
 func (e *env) helm(t *testing.T, args ...string) string {
@@ -363,8 +439,7 @@ func TestReleaseFromARegistry(t *testing.T) {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), "vpa-webhook-config", metav1.DeleteOptions{})
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), releaseNS, metav1.DeleteOptions{})
 	})
-	e.helm(t, append([]string{"install", releaseName, chart, "--version", m1.Chart.Version, "--plain-http",
-		"-n", releaseNS, "--create-namespace", "--wait", "--timeout", "6m"}, chartArgs()...)...)
+	e.installFromREADME(t, m1)
 	e.checkPulled(t, m1)
 
 	ns := c.NewNamespace(t)
