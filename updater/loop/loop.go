@@ -190,6 +190,7 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 			return err
 		}
 		if !fresh {
+			u.d.Metrics.SkippedLoops.WithLabelValues(SkipAdmissionStatusStale).Inc()
 			logger.Info("Admission controller status is stale or missing; skipping this loop")
 			return nil
 		}
@@ -597,5 +598,6 @@ func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodA
 		msg = "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
 	}
 	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
+	u.d.Metrics.LimitRangeConflicts.WithLabelValues(plan.ConflictReason()).Inc()
 	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s %s (%s)", pod.Name, msg, plan.Why())
 }

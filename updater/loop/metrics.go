@@ -42,7 +42,16 @@ type Metrics struct {
 	ExecutionLatency         *prometheus.HistogramVec
 	// DryRunDecisions counts what --dry-run would have done (OpenVPA only).
 	DryRunDecisions *prometheus.CounterVec
+	// SkippedLoops counts loops skipped, by reason (OpenVPA only).
+	SkippedLoops *prometheus.CounterVec
+	// LimitRangeConflicts counts pods whose update gave way to the
+	// namespace's LimitRanges, by event reason (OpenVPA only).
+	LimitRangeConflicts *prometheus.CounterVec
 }
+
+// SkipAdmissionStatusStale is the reason of a loop skipped because the
+// admission controller's status Lease is stale or missing.
+const SkipAdmissionStatusStale = "AdmissionControllerStatusStale"
 
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -70,10 +79,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
 		DryRunDecisions: c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
+		SkippedLoops: c("skipped_loops_total", "Loops skipped without updating any pod, by reason (AdmissionControllerStatusStale: the admission controller's status Lease is stale or missing).", "reason"),
+		LimitRangeConflicts: c("limit_range_conflicts_total", "Pods whose update gave way to the namespace's LimitRanges, by the reason of the event on the VPA (LimitRangeConflict: left as they are; LimitRangeOverridesPolicy: capped past the VPA's resource policy).", "reason"),
 	}
+	m.SkippedLoops.WithLabelValues(SkipAdmissionStatusStale)
 	reg.MustRegister(m.ControlledPods, m.EvictablePods, m.EvictedPods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
 		m.FailedEvictions, m.InPlaceUpdatablePods, m.InPlaceUpdatedPods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated,
-		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.DryRunDecisions)
+		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.DryRunDecisions, m.SkippedLoops, m.LimitRangeConflicts)
 	return m
 }
 
