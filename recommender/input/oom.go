@@ -118,12 +118,12 @@ func PodOOMs(oldPod, newPod *Pod) []OOM {
 		}
 		if t := cur.Terminated; t != nil && t.Reason == "OOMKilled" &&
 			(old.Terminated == nil || cur.RestartCount > old.RestartCount) {
-			out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: cur.Memory, Updated: newPod.Updated})
+			out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: cur.Memory, Updated: newPod.Updated.Time})
 			continue
 		}
 		if old.Running && cur.Running && cur.RestartCount > old.RestartCount {
 			if t := cur.LastTerminated; t != nil && t.Reason == "OOMKilled" {
-				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: old.Memory, Updated: newPod.Updated})
+				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: old.Memory, Updated: newPod.Updated.Time})
 			}
 		}
 	}

@@ -18,7 +18,6 @@ package input
 
 import (
 	"encoding/json"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,8 +53,8 @@ type Pod struct {
 	// Updated is when OpenVPA last changed the pod's requests: its creation
 	// when the admission controller patched it (vpaUpdates), or the start
 	// of the updater's latest in-place resize, whichever is later; zero
-	// when neither did.
-	Updated time.Time
+	// when neither did. (metav1.Time, which semantic equality compares.)
+	Updated metav1.Time
 }
 
 // Container is one container of a Pod's spec with its status.
@@ -236,17 +235,17 @@ func controllerOf(p *corev1.Pod) *target.Ref {
 }
 
 // updatedAt returns Pod.Updated of p.
-func updatedAt(p *corev1.Pod) time.Time {
-	var t time.Time
+func updatedAt(p *corev1.Pod) metav1.Time {
+	var t metav1.Time
 	if _, ok := p.Annotations[annotations.Updates]; ok {
-		t = p.CreationTimestamp.Time
+		t = p.CreationTimestamp
 	}
 	if v, ok := p.Annotations[annotations.InPlaceResize]; ok {
 		var rec struct {
 			Started metav1.Time `json:"started"`
 		}
-		if json.Unmarshal([]byte(v), &rec) == nil && rec.Started.After(t) {
-			t = rec.Started.Time
+		if json.Unmarshal([]byte(v), &rec) == nil && rec.Started.After(t.Time) {
+			t = rec.Started
 		}
 	}
 	return t
