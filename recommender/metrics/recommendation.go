@@ -135,4 +135,3 @@ func (g *RecommendationGauges) delete(key types.NamespacedName, container string
 		}
 	}
 }
-

@@ -78,8 +78,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Namespace: metricsNamespace, Name: "execution_latency_seconds", Help: "Time spent in various parts of VPA Updater main loop.",
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
-		DryRunDecisions: c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
-		SkippedLoops: c("skipped_loops_total", "Loops skipped without updating any pod, by reason (AdmissionControllerStatusStale: the admission controller's status Lease is stale or missing).", "reason"),
+		DryRunDecisions:     c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
+		SkippedLoops:        c("skipped_loops_total", "Loops skipped without updating any pod, by reason (AdmissionControllerStatusStale: the admission controller's status Lease is stale or missing).", "reason"),
 		LimitRangeConflicts: c("limit_range_conflicts_total", "Pods whose update gave way to the namespace's LimitRanges, by the reason of the event on the VPA (LimitRangeConflict: left as they are; LimitRangeOverridesPolicy: capped past the VPA's resource policy).", "reason"),
 	}
 	m.SkippedLoops.WithLabelValues(SkipAdmissionStatusStale)

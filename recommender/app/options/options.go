@@ -102,9 +102,9 @@ type Options struct {
 	MemorySaver              bool
 	// RecommendationMetrics exports every VPA's recommendation as gauges.
 	RecommendationMetrics bool
-	Shards                   int
-	ShardBy                  string
-	Estimator                string
+	Shards                int
+	ShardBy               string
+	Estimator             string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
 	// percentiles, the peak estimator's margins, ...).
