@@ -170,9 +170,10 @@ update: ## Regenerate clients, CRDs and docs; add missing licence headers.
 	hack/update-chart.sh
 	hack/update-flags-docs.sh
 	hack/update-upstream-flags.sh
+	hack/update-monitoring.sh
 
 .PHONY: verify
-verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs, upstream's flag list and the Helm chart up to date.
+verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (main, images and helm modules), generated code, CRDs, flag docs, upstream's flag list, the Helm chart, the monitoring kit (promtool) and docs/reference.md against the code.
 	hack/verify-boilerplate.sh
 	hack/verify-gofmt.sh
 	$(GO) vet ./...
@@ -187,6 +188,8 @@ verify: ## Licence headers, gofmt, go vet, tidy go.mod files, golangci-lint (mai
 	hack/verify-flags-docs.sh
 	hack/verify-upstream-flags.sh
 	hack/verify-chart.sh
+	hack/verify-monitoring.sh
+	hack/verify-reference.sh
 
 .PHONY: help
 help: ## Show this help.

@@ -138,13 +138,14 @@ func Run(ctx context.Context, c options.Config) error {
 
 	registry := healthserver.NewRegistry()
 	metrics := webhook.NewMetrics(registry)
+	registry.MustRegister(certs.ExpiryCollector())
 	finder := pod.NewFinder(vpaInformer.GetIndexer(), resolver, filter.Allows)
 	if err := finder.CacheSelectorsOf(workloads.Informers); err != nil {
 		return err
 	}
 	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-admission-controller")
 	defer stopEvents()
-	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder)
+	handler := pod.NewHandler(finder, limitRanges(lrs)).WithRecorder(recorder).WithConflictCounter(metrics.LimitRangeConflict)
 	if o.Gates.Enabled(features.CPUStartupBoost) {
 		finder.WithStartupBoost()
 		handler.WithStartupBoost(c.MaxCPUBoost)

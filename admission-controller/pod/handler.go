@@ -61,6 +61,9 @@ type Handler struct {
 	vpas     VPAFinder
 	limits   LimitRangeLister
 	recorder EventRecorder
+	// onConflict, when set, is called with the event reason of every plan
+	// that gave way to the LimitRanges.
+	onConflict func(reason string)
 	// boost enables the CPU startup boost (feature gate CPUStartupBoost);
 	// maxBoost caps a boosted CPU request when not zero.
 	boost    bool
@@ -87,6 +90,14 @@ func NewHandler(vpas VPAFinder, limits LimitRangeLister) *Handler {
 // ReasonLimitRange* reasons) and returns it.
 func (h *Handler) WithRecorder(r EventRecorder) *Handler {
 	h.recorder = r
+	return h
+}
+
+// WithConflictCounter makes h call count with the event reason
+// (recommendation's ReasonLimitRange*) of every pod whose plan gave way to
+// the LimitRanges, and returns it.
+func (h *Handler) WithConflictCounter(count func(reason string)) *Handler {
+	h.onConflict = count
 	return h
 }
 
@@ -277,6 +288,9 @@ func (h *Handler) conflict(logger klog.Logger, pod *Decoded, vpa *vpav1.Vertical
 	logger.Info("Recommendation gave way to LimitRanges", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "reason", plan.ConflictReason(), "conflict", why)
 	if h.recorder != nil {
 		h.recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s: %s", pod.displayName(), msg)
+	}
+	if h.onConflict != nil {
+		h.onConflict(plan.ConflictReason())
 	}
 	return []string{msg}
 }

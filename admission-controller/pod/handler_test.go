@@ -426,7 +426,9 @@ func TestAdmitLimitRangeConflict(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			rec := &fakeRecorder{}
-			h := NewHandler(fakeFinder{vpa: tc.vpa}, rangesOf{maxRatio}).WithRecorder(rec)
+			var counted []string
+			h := NewHandler(fakeFinder{vpa: tc.vpa}, rangesOf{maxRatio}).WithRecorder(rec).
+				WithConflictCounter(func(reason string) { counted = append(counted, reason) })
 			limits := rl("800m", "")
 			if tc.wantReason == "" {
 				limits = rl("400m", "")
@@ -440,10 +442,13 @@ func TestAdmitLimitRangeConflict(t *testing.T) {
 				t.Errorf("applied = %v, want %v (patch %s)", res.Applied, tc.wantApplied, res.Patch)
 			}
 			if tc.wantReason == "" {
-				if len(rec.events) != 0 || len(res.Warnings) != 0 {
-					t.Errorf("events %v, warnings %q; want none", rec.events, res.Warnings)
+				if len(rec.events) != 0 || len(res.Warnings) != 0 || len(counted) != 0 {
+					t.Errorf("events %v, warnings %q, counted %q; want none", rec.events, res.Warnings, counted)
 				}
 				return
+			}
+			if len(counted) != 1 || counted[0] != tc.wantReason {
+				t.Errorf("conflicts counted %q, want one %s", counted, tc.wantReason)
 			}
 			if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], tc.wantWarning) {
 				t.Errorf("warnings = %q, want one saying %q", res.Warnings, tc.wantWarning)

@@ -62,6 +62,7 @@ type Metrics struct {
 	podsTotal        *prometheus.CounterVec
 	admissionLatency *prometheus.HistogramVec
 	executionLatency *prometheus.HistogramVec
+	conflicts        *prometheus.CounterVec
 
 	latency                 [numOutcomes][numKinds]atomic.Value // of prometheus.Observer
 	readRequest, admit, all prometheus.Observer
@@ -85,9 +86,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time spent in various parts of VPA Admission Controller.",
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
+		conflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: metricsNamespace, Name: "limit_range_conflicts_total",
+			Help: "Pods whose patch gave way to the namespace's LimitRanges, by the reason of the event on the VPA (LimitRangeConflict: left as they are; LimitRangeOverridesPolicy: capped past the VPA's resource policy).",
+		}, []string{"reason"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.podsTotal, m.admissionLatency, m.executionLatency)
+		reg.MustRegister(m.podsTotal, m.admissionLatency, m.executionLatency, m.conflicts)
 	}
 	m.podsApplied = m.podsTotal.WithLabelValues("true")
 	m.podsNot = m.podsTotal.WithLabelValues("false")
@@ -95,6 +100,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.admit = m.executionLatency.WithLabelValues("admit")
 	m.all = m.executionLatency.WithLabelValues("total")
 	return m
+}
+
+// LimitRangeConflict counts a pod whose patch gave way to the LimitRanges,
+// by event reason (for pod.Handler.WithConflictCounter).
+func (m *Metrics) LimitRangeConflict(reason string) {
+	m.conflicts.WithLabelValues(reason).Inc()
 }
 
 // latencyOf returns the admission_latency_seconds series of a status and

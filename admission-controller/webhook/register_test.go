@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -120,6 +121,38 @@ func TestCertWatcherReloads(t *testing.T) {
 	cur, _ := w.GetCertificate(&tls.ClientHelloInfo{})
 	if string(cur.Certificate[0]) == string(first.Certificate[0]) {
 		t.Error("serving certificate not reloaded")
+	}
+}
+
+// TestCertificateExpiryFollowsReloads checks that the expiry gauge reports
+// the NotAfter of the certificate served now, before and after a reload.
+func TestCertificateExpiryFollowsReloads(t *testing.T) {
+	dir := t.TempDir()
+	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewCertWatcher(filepath.Join(dir, ServerCertFile), filepath.Join(dir, ServerKeyFile), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(w.ExpiryCollector())
+	expiry := func() time.Time {
+		mfs, err := reg.Gather()
+		if err != nil || len(mfs) != 1 || mfs[0].GetName() != "vpa_admission_controller_certificate_expiry_timestamp_seconds" {
+			t.Fatalf("gathered %v, %v; want the expiry gauge", mfs, err)
+		}
+		return time.Unix(int64(mfs[0].GetMetric()[0].GetGauge().GetValue()), 0)
+	}
+	if got := time.Until(expiry()); got < 58*time.Minute || got > time.Hour {
+		t.Errorf("expiry in %v, want in an hour", got)
+	}
+	if err := GenerateSelfSigned(dir, []string{"127.0.0.1"}, 30*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	w.reload(context.Background())
+	if got := time.Until(expiry()); got < 29*24*time.Hour || got > 30*24*time.Hour {
+		t.Errorf("after the reload expiry in %v, want in 30 days", got)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 )
 
@@ -136,6 +137,34 @@ func (w *CertWatcher) loadCert() error {
 	}
 	w.cert.Store(&c)
 	return nil
+}
+
+// ExpiryCollector returns the gauge
+// vpa_admission_controller_certificate_expiry_timestamp_seconds: the NotAfter
+// of the serving certificate the watcher holds now, in seconds since the
+// epoch, read at every scrape so that it follows reloads.
+func (w *CertWatcher) ExpiryCollector() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: metricsNamespace, Name: "certificate_expiry_timestamp_seconds",
+		Help: "Expiry (NotAfter) of the webhook's serving certificate, in seconds since the epoch.",
+	}, func() float64 {
+		leaf, err := leafOf(w.cert.Load())
+		if err != nil {
+			return 0
+		}
+		return float64(leaf.NotAfter.Unix())
+	})
+}
+
+// leafOf returns the parsed leaf of c.
+func leafOf(c *tls.Certificate) (*x509.Certificate, error) {
+	if c == nil || len(c.Certificate) == 0 {
+		return nil, errors.New("no serving certificate loaded")
+	}
+	if c.Leaf != nil {
+		return c.Leaf, nil
+	}
+	return x509.ParseCertificate(c.Certificate[0])
 }
 
 // GetCertificate serves the current certificate (tls.Config.GetCertificate).

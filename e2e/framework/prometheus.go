@@ -36,6 +36,9 @@ type PrometheusOptions struct {
 	Port int
 	// MaxSamples is --query.max-samples; 0 keeps Prometheus's default.
 	MaxSamples int
+	// Config is the content of prometheus.yml (scrape targets, rule files);
+	// empty means a one-minute scrape interval and nothing to scrape.
+	Config string
 }
 
 // Prometheus is a real Prometheus server (Debian's package, which
@@ -60,7 +63,11 @@ func (c *Cluster) NewPrometheus(t testing.TB, o PrometheusOptions) *Prometheus {
 	}
 	dir := t.TempDir()
 	p := &Prometheus{URL: fmt.Sprintf("http://127.0.0.1:%d", o.Port), Port: o.Port, c: c, dir: dir, opts: o}
-	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte("global:\n  scrape_interval: 1m\n"), 0o644); err != nil {
+	config := o.Config
+	if config == "" {
+		config = "global:\n  scrape_interval: 1m\n"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if o.OpenMetrics != "" {

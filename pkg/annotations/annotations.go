@@ -57,6 +57,10 @@ const (
 	// OriginalResources records the requests and limits of patched
 	// containers before the admission controller changed them.
 	OriginalResources = "openvpa.io/original-resources"
+	// InPlaceResize holds the updater's bookkeeping of a pod's latest
+	// in-place resize, a JSON object whose "started" field is when the
+	// updater requested it (RFC 3339).
+	InPlaceResize = "openvpa.io/in-place-resize"
 
 	listSeparator = ", "
 )

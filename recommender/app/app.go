@@ -99,6 +99,10 @@ func Run(ctx context.Context, c options.Config) error {
 
 	reg := healthserver.NewRegistry()
 	prom := metrics.New(reg)
+	var recs *metrics.RecommendationGauges
+	if o.RecommendationMetrics {
+		recs = metrics.NewRecommendationGauges(reg)
+	}
 	clk := clock.RealClock{}
 	// Only the leader runs the loop (component.Runtime). Liveness holds the
 	// loop to its interval only while it runs, from the end of its restore
@@ -158,7 +162,7 @@ func Run(ctx context.Context, c options.Config) error {
 
 	l := &leader{
 		options: o, clients: clients, informers: inf, ooms: oom, usage: usage, discovery: disc,
-		estimator: est, metrics: prom, loopHealth: loopHealth, clock: clk, history: hist,
+		estimator: est, metrics: prom, recommendations: recs, loopHealth: loopHealth, clock: clk, history: hist,
 	}
 	rt := &component.Runtime{
 		Health: healthserver.Options{

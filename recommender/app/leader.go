@@ -46,16 +46,19 @@ import (
 // leader holds what the recommender's loop is built from while this
 // replica leads (or holds shards).
 type leader struct {
-	options    *options.Options
-	clients    kubeclient.Clients
-	informers  *input.Informers
-	ooms       *input.OOMObserver
-	usage      input.MetricsSource
-	discovery  *kubeclient.Discovery
-	estimator  estimator.Estimator
-	metrics    *metrics.Metrics
-	loopHealth *healthserver.LoopHealth
-	clock      clock.WithTicker
+	options   *options.Options
+	clients   kubeclient.Clients
+	informers *input.Informers
+	ooms      *input.OOMObserver
+	usage     input.MetricsSource
+	discovery *kubeclient.Discovery
+	estimator estimator.Estimator
+	metrics   *metrics.Metrics
+	// recommendations are the per-VPA gauges; nil without
+	// --recommendation-metrics.
+	recommendations *metrics.RecommendationGauges
+	loopHealth      *healthserver.LoopHealth
+	clock           clock.WithTicker
 	// history is the Prometheus history loader; nil with checkpoints.
 	history *history.Loader
 }
@@ -91,22 +94,23 @@ func (l *leader) run(ctx context.Context, shardSource loop.ShardSource) error {
 		Model:                    &modelCfg,
 		StatusWritesPerLoop:      writes.PerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
 	}, loop.Deps{
-		VPAs:        inf.VPALister,
-		Pods:        inf.PodLister,
-		Resolver:    resolver,
-		Metrics:     usage,
-		OOMs:        oom.Drain,
-		Checkpoints: store,
-		History:     historySource,
-		Shards:      shardSource,
-		Status:      status.APIWriter{Client: clients.VPA},
-		Estimator:   est,
-		Clock:       clk,
-		Prom:        prom,
-		OnLoop:      lh.MarkLoop,
-		LimitRanges: inf.LimitRanges,
-		Controllers: resolver,
-		HPAs:        inf.HPAs.Lookup,
+		VPAs:            inf.VPALister,
+		Pods:            inf.PodLister,
+		Resolver:        resolver,
+		Metrics:         usage,
+		OOMs:            oom.Drain,
+		Checkpoints:     store,
+		History:         historySource,
+		Shards:          shardSource,
+		Status:          status.APIWriter{Client: clients.VPA},
+		Estimator:       est,
+		Clock:           clk,
+		Prom:            prom,
+		Recommendations: l.recommendations,
+		OnLoop:          lh.MarkLoop,
+		LimitRanges:     inf.LimitRanges,
+		Controllers:     resolver,
+		HPAs:            inf.HPAs.Lookup,
 	})
 	if ext, ok := usage.(*input.ExternalMetrics); ok {
 		ext.Pods = rec.MetricsQueries

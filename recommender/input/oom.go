@@ -40,6 +40,19 @@ type OOM struct {
 	// Memory is the container's memory request (for a pod status transition)
 	// or its usage (for an eviction), in bytes.
 	Memory model.ResourceAmount
+	// Updated is when OpenVPA last changed the pod's requests (see
+	// Pod.Updated); zero when it never did, or for an eviction.
+	Updated time.Time
+}
+
+// AfterUpdate reports whether the kill came within window of the pod's
+// last update by OpenVPA.
+func (e *OOM) AfterUpdate(window time.Duration) bool {
+	if e.Updated.IsZero() {
+		return false
+	}
+	d := e.Time.Sub(e.Updated)
+	return d >= 0 && d <= window
 }
 
 // OOMObserver turns pod status transitions and Evicted events into OOMs.
@@ -105,12 +118,12 @@ func PodOOMs(oldPod, newPod *Pod) []OOM {
 		}
 		if t := cur.Terminated; t != nil && t.Reason == "OOMKilled" &&
 			(old.Terminated == nil || cur.RestartCount > old.RestartCount) {
-			out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: cur.Memory})
+			out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: cur.Memory, Updated: newPod.Updated.Time})
 			continue
 		}
 		if old.Running && cur.Running && cur.RestartCount > old.RestartCount {
 			if t := cur.LastTerminated; t != nil && t.Reason == "OOMKilled" {
-				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: old.Memory})
+				out = append(out, OOM{Pod: id, Container: cur.Name, Time: t.FinishedAt.Time, Memory: old.Memory, Updated: newPod.Updated.Time})
 			}
 		}
 	}

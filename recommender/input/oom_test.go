@@ -271,3 +271,40 @@ func TestTrimPodWithSidecars(t *testing.T) {
 		t.Errorf("TrimPod kept the sidecar: %+v", pp)
 	}
 }
+
+func TestOOMAfterUpdate(t *testing.T) {
+	withAnnotations := func(created time.Time, ann map[string]string) *corev1.Pod {
+		p := pod("100Mi", terminated(0, "OOMKilled"))
+		p.CreationTimestamp = metav1.NewTime(created)
+		p.Annotations = ann
+		return p
+	}
+	patched := map[string]string{"vpaUpdates": "Pod resources updated by vpa: container 0: memory request"}
+	resized := func(started time.Time) map[string]string {
+		return map[string]string{"openvpa.io/in-place-resize": `{"started":"` + started.UTC().Format(time.RFC3339) + `"}`}
+	}
+	tests := map[string]struct {
+		new  *corev1.Pod
+		want bool
+	}{
+		"patched at creation 5 minutes before": {new: withAnnotations(finished.Add(-5*time.Minute), patched), want: true},
+		"patched at creation an hour before":   {new: withAnnotations(finished.Add(-time.Hour), patched)},
+		"never updated, created just before":   {new: withAnnotations(finished.Add(-time.Minute), nil)},
+		"resized in place 2 minutes before": {
+			new: withAnnotations(finished.Add(-48*time.Hour), resized(finished.Add(-2*time.Minute))), want: true,
+		},
+		"resized in place a day before": {new: withAnnotations(finished.Add(-48*time.Hour), resized(finished.Add(-24*time.Hour)))},
+		"resize record unreadable":      {new: withAnnotations(finished.Add(-48*time.Hour), map[string]string{"openvpa.io/in-place-resize": "{"})},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got := PodOOMs(trim(t, pod("100Mi", running(0, false))), trim(t, tc.new))
+			if len(got) != 1 {
+				t.Fatalf("got %d OOMs, want 1", len(got))
+			}
+			if after := got[0].AfterUpdate(10 * time.Minute); after != tc.want {
+				t.Errorf("AfterUpdate = %v, want %v (updated %v, killed %v)", after, tc.want, got[0].Updated, got[0].Time)
+			}
+		})
+	}
+}

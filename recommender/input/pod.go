@@ -17,11 +17,14 @@ limitations under the License.
 package input
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -47,6 +50,11 @@ type Pod struct {
 	// controller applies (the one whose targetRef is the pod's topmost
 	// controller).
 	Controller *target.Ref
+	// Updated is when OpenVPA last changed the pod's requests: its creation
+	// when the admission controller patched it (vpaUpdates), or the start
+	// of the updater's latest in-place resize, whichever is later; zero
+	// when neither did. (metav1.Time, which semantic equality compares.)
+	Updated metav1.Time
 }
 
 // Container is one container of a Pod's spec with its status.
@@ -164,6 +172,7 @@ func TrimPod(obj any) (any, error) {
 		Phase:      p.Status.Phase,
 		Containers: make([]Container, len(p.Spec.Containers)),
 		Controller: controllerOf(p),
+		Updated:    updatedAt(p),
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.InitContainers = make([]string, len(p.Spec.InitContainers))
@@ -223,6 +232,23 @@ func controllerOf(p *corev1.Pod) *target.Ref {
 		ref.Kind = s
 	}
 	return ref
+}
+
+// updatedAt returns Pod.Updated of p.
+func updatedAt(p *corev1.Pod) metav1.Time {
+	var t metav1.Time
+	if _, ok := p.Annotations[annotations.Updates]; ok {
+		t = p.CreationTimestamp
+	}
+	if v, ok := p.Annotations[annotations.InPlaceResize]; ok {
+		var rec struct {
+			Started metav1.Time `json:"started"`
+		}
+		if json.Unmarshal([]byte(v), &rec) == nil && rec.Started.After(t.Time) {
+			t = rec.Started
+		}
+	}
+	return t
 }
 
 func termination(t *corev1.ContainerStateTerminated) *Termination {

@@ -119,6 +119,9 @@ type Deps struct {
 	Estimator   estimator.Estimator
 	Clock       clock.WithTicker
 	Prom        *metrics.Metrics
+	// Recommendations exports every VPA's recommendation as gauges
+	// (--recommendation-metrics); nil exports none.
+	Recommendations *metrics.RecommendationGauges
 	// Shards divides the VPAs among replicas (--shards); nil means this
 	// replica serves every VPA.
 	Shards ShardSource
@@ -341,7 +344,13 @@ func (r *Recommender) loadMetrics(ctx context.Context) {
 		accepted := r.state.AddUsage(usage)
 		logger.V(4).Info("Loaded usage", "samples", len(usage), "accepted", accepted)
 	}
-	r.state.AddOOMs(ctx, r.deps.OOMs())
+	ooms := r.deps.OOMs()
+	for i := range ooms {
+		if ooms[i].AfterUpdate(metrics.OOMAfterUpdateWindow) {
+			r.deps.Prom.OOMKillsAfterUpdate.Inc()
+		}
+	}
+	r.state.AddOOMs(ctx, ooms)
 }
 
 // updateVPAs computes every VPA's status and queues the writes of those that
@@ -359,6 +368,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 			r.deps.Prom.RecommendationLatency.Observe(now.Sub(v.Obj.CreationTimestamp.Time).Seconds())
 		}
 		counts.Add(vpav1.GetUpdateMode(v.Obj.VerticalPodAutoscaler), status.HasRecommendation(rec), v.PodCount > 0, v.Unsupported != "")
+		r.deps.Recommendations.Observe(v.Key, rec)
 		if r.statuses.Busy(v.Key) {
 			continue // the previous write is still running; the next loop decides
 		}
@@ -371,6 +381,7 @@ func (r *Recommender) updateVPAs(ctx context.Context) {
 		}
 	}
 	r.deps.Prom.SetVPACounts(counts)
+	r.deps.Recommendations.Sweep()
 	queued := len(jobs)
 	jobs = r.statuses.Limit(jobs)
 	for i := range jobs {

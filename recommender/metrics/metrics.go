@@ -20,6 +20,7 @@ package metrics
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -58,7 +59,15 @@ type Metrics struct {
 	// next loop because --checkpoints-timeout ran out before their turn
 	// (OpenVPA addition).
 	CheckpointWritesPostponed prometheus.Counter
+	// OOMKillsAfterUpdate counts OOM kills of containers within
+	// OOMAfterUpdateWindow of their pod's last update by OpenVPA (OpenVPA
+	// addition).
+	OOMKillsAfterUpdate prometheus.Counter
 }
+
+// OOMAfterUpdateWindow is how soon after its pod's update an OOM kill
+// counts in oom_kills_after_update_total: the updater's quick-OOM window.
+const OOMAfterUpdateWindow = 10 * time.Minute
 
 // New creates the metrics and registers them on reg (if not nil).
 func New(reg prometheus.Registerer) *Metrics {
@@ -90,9 +99,17 @@ func New(reg prometheus.Registerer) *Metrics {
 		CheckpointWritesPostponed: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Name: "checkpoint_writes_postponed_total", Help: "Checkpoint writes left for the next loop because --checkpoints-timeout ran out before their turn came.",
 		}),
+		OOMKillsAfterUpdate: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Name: "oom_kills_after_update_total", Help: "OOM kills of containers within 10 minutes of their pod's creation with requests patched by the admission controller, or of its latest in-place resize by the updater.",
+		}),
+	}
+	for _, kind := range []string{"status", "checkpoint", "checkpoint_delete"} {
+		for _, result := range []string{"success", "error"} {
+			m.APIWrites.WithLabelValues(kind, result)
+		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites, m.StatusWritesWaiting, m.CheckpointWritesPostponed)
+		reg.MustRegister(m.VPAObjects, m.RecommendationLatency, m.ExecutionLatency, m.AggregateStates, m.MetricServerResponses, m.APIWrites, m.StatusWritesWaiting, m.CheckpointWritesPostponed, m.OOMKillsAfterUpdate)
 	}
 	return m
 }

@@ -38,7 +38,7 @@ import (
 )
 
 // Annotation holds a Record as JSON.
-const Annotation = "openvpa.io/in-place-resize"
+const Annotation = annotations.InPlaceResize
 
 // FieldManager names the updater's writes.
 const FieldManager = "vpa-updater"

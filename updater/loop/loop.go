@@ -647,5 +647,6 @@ func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodA
 		msg = "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
 	}
 	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
+	u.d.Metrics.LimitRangeConflicts.WithLabelValues(plan.ConflictReason()).Inc()
 	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s %s (%s)", pod.Name, msg, plan.Why())
 }

@@ -46,6 +46,9 @@ type Metrics struct {
 	AdmissionControllerStatusInvalid *prometheus.CounterVec
 	// DryRunDecisions counts what --dry-run would have done (OpenVPA only).
 	DryRunDecisions *prometheus.CounterVec
+	// LimitRangeConflicts counts pods whose update gave way to the
+	// namespace's LimitRanges, by event reason (OpenVPA only).
+	LimitRangeConflicts *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -74,11 +77,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0},
 		}, []string{"step"}),
 		AdmissionControllerStatusInvalid: c("admission_controller_status_invalid_total", "Number of times Updater skipped its main loop because the Admission Controller status Lease was missing, stale or otherwise invalid.", "reason"),
+		LimitRangeConflicts:              c("limit_range_conflicts_total", "Pods whose update gave way to the namespace's LimitRanges, by the reason of the event on the VPA (LimitRangeConflict: left as they are; LimitRangeOverridesPolicy: capped past the VPA's resource policy).", "reason"),
 		DryRunDecisions:                  c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
+	}
+	for _, reason := range []string{"error", "invalid"} {
+		m.AdmissionControllerStatusInvalid.WithLabelValues(reason)
 	}
 	reg.MustRegister(m.ControlledPods, m.EvictablePods, m.EvictedPods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
 		m.FailedEvictions, m.InPlaceUpdatablePods, m.InPlaceUpdatedPods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated,
-		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.AdmissionControllerStatusInvalid, m.DryRunDecisions)
+		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.AdmissionControllerStatusInvalid, m.DryRunDecisions, m.LimitRangeConflicts)
 	return m
 }
 

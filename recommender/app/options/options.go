@@ -81,9 +81,11 @@ type Options struct {
 	Profiling                bool
 	Storage                  string
 	MemorySaver              bool
-	Shards                   int
-	ShardBy                  string
-	Estimator                string
+	// RecommendationMetrics exports every VPA's recommendation as gauges.
+	RecommendationMetrics bool
+	Shards                int
+	ShardBy               string
+	Estimator             string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
 	// percentiles, the peak estimator's margins, ...).
@@ -145,6 +147,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
 	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
+	fs.BoolVar(&o.RecommendationMetrics, "recommendation-metrics", o.RecommendationMetrics, "Export each VPA's recommendation as gauges vpa_recommender_recommendation_<bound>_<cpu_cores|memory_bytes>{namespace,verticalpodautoscaler,container}: 8 series per container of every VPA with a recommendation (target, lower and upper bound, uncapped target, for CPU and memory); deleted with the VPA")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")
 	fs.StringVar(&o.ShardBy, "shard-by", o.ShardBy, `How --shards divides the VPAs: "vpa" hashes each VPA's namespace/name, so every shard has VPAs of every namespace and each replica caches every pod, controller and VPA; "namespace" hashes the namespace, so all VPAs of a namespace are in one shard and each replica caches only its shards' namespaces (and lists them again when its shards change)`)
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
