@@ -59,7 +59,7 @@ func TestMonitoringDifferencesAreFound(t *testing.T) {
 		"a PodMonitor for the recommender only": {chartFile: template, old: "{{- range $components }}\n      - {{ index . 0 }}", new: "- vpa-recommender\n{{- range list }}\n      - {{ index . 0 }}",
 			want: "the PodMonitor in openvpa-system does not select the pods of Deployment openvpa-system/vpa-updater"},
 		"alerts on by default": {chartFile: values, old: "prometheusRule:\n  # -- Create a PrometheusRule `openvpa` with the alerts of deploy/components/monitoring/rules.yaml\n  # (runbooks in docs/monitoring.md).\n  enabled: false",
-			new: "prometheusRule:\n  enabled: true",
+			new:  "prometheusRule:\n  enabled: true",
 			want: "with the default values the chart renders PrometheusRule openvpa-system/openvpa"},
 	}
 	for name, tc := range cases {
