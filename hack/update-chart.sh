@@ -14,9 +14,10 @@
 # limitations under the License.
 
 # Copies deploy/crds and deploy/rbac into the Helm chart (files/crds, files/rbac), which templates
-# them for the release's namespace, and generates the chart's values.schema.json and README.md
-# from the comments of its values.yaml (hack/tools/helm/chartdocs). hack/verify-chart.sh checks
-# all of them.
+# them for the release's namespace, and the monitoring kit's alerts and dashboard
+# (deploy/components/monitoring/rules.yaml, dashboard.json) into files/monitoring, which
+# templates read as they are; generates the chart's values.schema.json and README.md from the
+# comments of its values.yaml (hack/tools/helm/chartdocs). hack/verify-chart.sh checks all of them.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,5 +26,10 @@ for part in crds rbac; do
   rm -rf "${CHART}/files/${part}"
   mkdir -p "${CHART}/files/${part}"
   cp "${ROOT}/deploy/${part}/"*.yaml "${CHART}/files/${part}/"
+done
+rm -rf "${CHART}/files/monitoring"
+mkdir -p "${CHART}/files/monitoring"
+for f in rules.yaml dashboard.json; do
+  cp "${ROOT}/deploy/components/monitoring/${f}" "${CHART}/files/monitoring/${f}"
 done
 (cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartdocs -chart "${CHART}")

@@ -13,9 +13,10 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-# Checks the Helm chart deploy/charts/vertical-pod-autoscaler: its copies of deploy/crds and
-# deploy/rbac, its values.schema.json and README.md are current (hack/update-chart.sh), `helm lint
-# --strict` is clean with each way of getting the webhook's certificate, and
+# Checks the Helm chart deploy/charts/vertical-pod-autoscaler: its copies of deploy/crds,
+# deploy/rbac and the monitoring kit's rules.yaml and dashboard.json, its values.schema.json and
+# README.md are current (hack/update-chart.sh), `helm lint --strict` is clean with each way of
+# getting the webhook's certificate and with the monitoring kit on, and
 # hack/tools/helm/chartcheck passes: rendered as deploy/ is configured it installs the same
 # ServiceAccounts, RBAC, Deployments, Service, disruption budgets and CRDs as deploy/, rendered
 # into another namespace every namespaced object and namespace flag is there, upstream's values
@@ -31,6 +32,16 @@ for part in crds rbac; do
     failed=1
   fi
 done
+for f in rules.yaml dashboard.json; do
+  if ! cmp -s "${ROOT}/deploy/components/monitoring/${f}" "${CHART}/files/monitoring/${f}"; then
+    echo "${CHART#"${ROOT}"/}/files/monitoring/${f} differs from deploy/components/monitoring/${f}; run hack/update-chart.sh" >&2
+    failed=1
+  fi
+done
+if [[ "$(ls "${CHART}/files/monitoring")" != "$(printf 'dashboard.json\nrules.yaml')" ]]; then
+  echo "${CHART#"${ROOT}"/}/files/monitoring holds other files than rules.yaml and dashboard.json; run hack/update-chart.sh" >&2
+  failed=1
+fi
 if ! (cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartdocs -chart "${CHART}" -check); then
   failed=1
 fi
@@ -41,5 +52,7 @@ fi
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.tls.existingSecret=vpa-tls-certs
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.registerWebhook=true \
   --set admissionController.replicas=1
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set metrics.service.enabled=true --set serviceMonitor.enabled=true \
+  --set podMonitor.enabled=true --set prometheusRule.enabled=true --set grafanaDashboard.enabled=true
 (cd "${ROOT}/hack/tools/helm" && GOWORK=off GOFLAGS=-mod=readonly go run ./chartcheck -repo "${ROOT}")
 exit "${failed}"

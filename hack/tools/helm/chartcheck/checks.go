@@ -50,8 +50,10 @@ func checkChart(repo string) error {
 	return errors.Join(
 		checkNamespace(repo, nil),
 		checkNamespace(repo, chartutil.Values{"admissionController": map[string]any{"registerWebhook": true, "replicas": 1}}),
+		checkNamespace(repo, monitoringValues("")),
 		checkUpstreamValues(repo, false),
 		checkUnknownKey(repo),
+		checkMonitoring(repo),
 	)
 }
 

@@ -29,7 +29,9 @@ limitations under the License.
 // namespace, every namespaced object and every namespace flag is there and
 // nothing names kube-system; values written with upstream's keys render the
 // golden file testdata/upstream-values.golden.yaml; an unknown key is refused
-// with a message that names it.
+// with a message that names it. And its monitoring kit (monitoring.go):
+// nothing of it with the defaults; with it on, the alerts and the dashboard
+// of deploy/components/monitoring, and monitors that scrape every component.
 //
 //	go run ./chartcheck -repo ../../.. [-values FILE]
 package main
@@ -87,7 +89,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chartcheck:", err)
 		os.Exit(1)
 	}
-	fmt.Println("chartcheck: the chart follows its namespace, takes upstream's keys and refuses unknown ones")
+	fmt.Println("chartcheck: the chart follows its namespace, takes upstream's keys, refuses unknown ones and renders the monitoring kit")
 }
 
 func run(repo, valuesFile, namespace string) error {
