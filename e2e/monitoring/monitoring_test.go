@@ -130,6 +130,7 @@ func setup(t *testing.T) *env {
 	}
 	webhookPort := framework.FreePort(t)
 	config := "vpa-webhook-" + e.ns
+	e.c.AllowWebhookConfig(t, config)
 	t.Cleanup(func() {
 		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
 	})
