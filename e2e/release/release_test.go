@@ -117,11 +117,14 @@ func (e *env) run(t *testing.T, env []string, name string, args ...string) strin
 	cmd := exec.Command(name, args...)
 	cmd.Dir = e.c.RepoRoot
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+e.c.KubeconfigPath, "KUBECTL="+e.c.KubectlPath), env...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	// Only stdout is the answer (a path, say): progress, such as apt-get's on a fresh machine,
+	// goes to stderr, which is shown when the command fails.
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%s %s: %v\n%s\n%s", name, strings.Join(args, " "), err, stdout.String(), stderr.String())
 	}
-	return string(out)
+	return stdout.String()
 }
 
 // startRegistry runs docker-registry on a free loopback port, reachable from the real node's
