@@ -150,7 +150,10 @@ func (e *env) startRegistry(t *testing.T) {
 			return false, err
 		}
 		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, fmt.Errorf("GET /v2/: %s", resp.Status)
+		if resp.StatusCode != http.StatusOK {
+			return false, fmt.Errorf("GET /v2/: %s", resp.Status)
+		}
+		return true, nil
 	})
 	// The same address from inside the node's network namespace, through both forwarders.
 	framework.WaitFor(t, 30*time.Second, func() (bool, error) {
