@@ -339,7 +339,10 @@ func TestAdmissionController(t *testing.T) {
 		r := status.NewReader(e.leases(t), e.ns, leaseName, 5*time.Second, clock.RealClock{})
 		framework.WaitFor(t, 30*time.Second, func() (bool, error) {
 			fresh, err := r.IsFresh(ctx)
-			return !fresh, err
+			if err != nil {
+				return false, err
+			}
+			return !fresh, nil
 		})
 	})
 }

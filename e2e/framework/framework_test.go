@@ -121,6 +121,29 @@ func TestPoll(t *testing.T) {
 	}
 }
 
+// TestPollTrueWithError: a condition written as `return done, err` with err
+// set while done is true would otherwise poll until the deadline and report
+// its own error as the reason; it fails on the first call instead.
+func TestPollTrueWithError(t *testing.T) {
+	errMistake := errors.New("no checkpoint yet")
+	calls := 0
+	clk := testingclock.NewFakeClock(time.Unix(0, 0))
+	err := poll(clk, 50*time.Millisecond, time.Millisecond, func() (bool, error) {
+		calls++
+		return true, errMistake
+	})
+	if err == nil || !errors.Is(err, errMistake) {
+		t.Fatalf("poll() error = %v, want one wrapping %v", err, errMistake)
+	}
+	var timeout *TimeoutError
+	if errors.As(err, &timeout) {
+		t.Errorf("poll() error = %v, want it at once, not a timeout", err)
+	}
+	if calls != 1 {
+		t.Errorf("condition called %d times, want 1", calls)
+	}
+}
+
 func TestWriteImpersonatingKubeconfig(t *testing.T) {
 	dir := t.TempDir()
 	admin := filepath.Join(dir, "admin")

@@ -17,6 +17,7 @@ limitations under the License.
 package framework
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,7 +29,8 @@ const PollInterval = 200 * time.Millisecond
 
 // WaitFor polls cond until it returns true, and fails the test if that has not happened within
 // timeout. An error from cond does not end the wait (the API may be catching up); the last one is
-// reported if the deadline passes.
+// reported if the deadline passes. A condition that returns true together with an error is a
+// mistake in the test (it would never end the wait), and fails at once.
 func WaitFor(t testing.TB, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
 	if err := poll(clock.RealClock{}, timeout, PollInterval, cond); err != nil {
@@ -42,7 +44,10 @@ func poll(clk clock.Clock, timeout, interval time.Duration, cond func() (bool, e
 	var lastErr error
 	for {
 		ok, err := cond()
-		if err == nil && ok {
+		if ok {
+			if err != nil {
+				return fmt.Errorf("the condition returned true with an error, which never ends the wait: return false with the error (%w)", err)
+			}
 			return nil
 		}
 		if err != nil {

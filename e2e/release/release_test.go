@@ -472,14 +472,20 @@ func TestReleaseFromARegistry(t *testing.T) {
 				return false, err
 			}
 			r := v.Status.Recommendation
-			return r != nil && len(r.ContainerRecommendations) > 0, fmt.Errorf("no recommendation yet")
+			if !(r != nil && len(r.ContainerRecommendations) > 0) {
+				return false, fmt.Errorf("no recommendation yet")
+			}
+			return true, nil
 		})
 		framework.WaitFor(t, 5*time.Minute, func() (bool, error) {
 			evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=EvictedByVPA"})
 			if err != nil {
 				return false, err
 			}
-			return len(evs.Items) > 0, fmt.Errorf("no EvictedByVPA event yet")
+			if len(evs.Items) == 0 {
+				return false, fmt.Errorf("no EvictedByVPA event yet")
+			}
+			return true, nil
 		})
 		framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
 			l, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=hog"})
@@ -498,7 +504,10 @@ func TestReleaseFromARegistry(t *testing.T) {
 			if err != nil {
 				return false, err
 			}
-			return len(l.Items) > 0, fmt.Errorf("no checkpoint yet")
+			if len(l.Items) == 0 {
+				return false, fmt.Errorf("no checkpoint yet")
+			}
+			return true, nil
 		})
 	})
 	if t.Failed() {
