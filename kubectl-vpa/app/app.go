@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +54,8 @@ recommendations as patches, and replays usage traces.
 Usage:
   kubectl vpa explain (NAME | -l SELECTOR) [-n NAMESPACE | -A] [-o table|json|yaml] [flags]
   kubectl vpa report [-n NAMESPACE | -A] [-l SELECTOR] [-o table|json|yaml|csv|html] [--out FILE] [flags]
-  kubectl vpa export [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--format strategic|json6902] [--dir DIR] [flags]
+  kubectl vpa export [NAME | KIND/NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [--prometheus-url URL [--all-workloads]]
+                     [--format strategic|json6902] [--dir DIR] [flags]
   kubectl vpa replay --trace FILE [--estimator NAME] [--out DIR] [flags]
   kubectl vpa version [-o json|yaml]
 
@@ -71,11 +71,14 @@ VPAs and HPA conflicts.
 
 export: each VPA's recommendation as a patch of its workload's pod template, with the
 requests and limits the admission controller would set, for a Git repository: a YAML
-stream, or with --dir files and a kustomize Component.
+stream, or with --dir files and a kustomize Component. With --prometheus-url, workloads
+without a VPA (KIND/NAME, or --all-workloads) get the recommendation the recommender
+gives after their usage history in Prometheus.
 
 replay: what a VPA would have done with a saved usage trace: replays it through the
 recommender's model, an estimator and the updater's rule, and scores the requests it would
-have set (docs/replay.md). It reads the trace file, not the cluster.
+have set (docs/replay.md), and the recommendation after it. It reads the trace file, or a
+workload's history in Prometheus, not the cluster.
 
 version: the plugin's version, commit and build date.
 
@@ -99,12 +102,17 @@ type Options struct {
 	Output         string
 	Out            string
 
-	Explain     explain.Options
-	Export      export.Options
-	Dir         string
-	maxCPU      string
-	maxMemory   string
-	minReplicas int
+	Explain explain.Options
+	Export  export.Options
+	Dir     string
+	// History reads the usage history of workloads without a VPA for
+	// export: --prometheus-url and the recommender's history flags.
+	History replay.PrometheusSource
+	// AllWorkloads is export's --all-workloads.
+	AllWorkloads bool
+	maxCPU       string
+	maxMemory    string
+	minReplicas  int
 
 	selector, targetSelector labels.Selector
 	requestTimeout           time.Duration
@@ -112,7 +120,8 @@ type Options struct {
 
 // NewOptions returns the defaults.
 func NewOptions() *Options {
-	return &Options{Overrides: clientcmd.ConfigOverrides{Timeout: "30s"}, Output: "table", Explain: explain.DefaultOptions(), Export: export.DefaultOptions(), minReplicas: 2}
+	return &Options{Overrides: clientcmd.ConfigOverrides{Timeout: "30s"}, Output: "table", Explain: explain.DefaultOptions(), Export: export.DefaultOptions(),
+		History: replay.NewPrometheusSource(), minReplicas: 2}
 }
 
 // AddFlags registers the flags of subcommand cmd.
@@ -122,7 +131,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 	// As kubectl: no basic-auth flags.
 	names.AuthOverrideFlags.Username, names.AuthOverrideFlags.Password = clientcmd.FlagInfo{}, clientcmd.FlagInfo{}
 	names.Timeout.Default = o.Overrides.Timeout
-	names.Timeout.Description = "How long to wait for the API server: each request, and the whole command. A duration (30s, 2m); 0 waits without limit."
+	names.Timeout.Description = "How long to wait for the API server: each request, and all of the command's reads from it. A duration (30s, 2m); 0 waits without limit."
 	clientcmd.BindOverrideFlags(&o.Overrides, fs, names)
 	fs.BoolVarP(&o.AllNamespaces, "all-namespaces", "A", o.AllNamespaces, "Every namespace's VPAs (explain: with -l).")
 	fs.StringVarP(&o.Selector, "selector", "l", o.Selector, "Label selector on the VPAs (e.g. -l team=shop,tier!=batch); supports '=', '==', '!=', 'in', 'notin' and 'key'/'!key'.")
@@ -137,6 +146,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet, cmd string) {
 		fs.StringVar(&o.Export.Value, "value", o.Export.Value, "The recommendation to write: target, lowerBound, upperBound or uncappedTarget.")
 		fs.StringSliceVar(&o.Export.Containers, "containers", o.Export.Containers, "Only these containers (comma-separated names); default every container the VPA recommends.")
 		fs.StringVar(&o.Dir, "dir", o.Dir, "Write one file per patch and a kustomization.yaml (kind Component) into this directory instead of a YAML stream to standard output.")
+		fs.BoolVar(&o.AllWorkloads, "all-workloads", o.AllWorkloads, "With --prometheus-url: also export every Deployment, StatefulSet and DaemonSet of the namespace that no VPA targets (narrowed by --target-selector), from its usage history.")
+		// The replay's history flags: --prometheus-url and the recommender's
+		// (--history-length, --history-resolution, ...).
+		o.History.AddServerFlags(fs)
 	default:
 		fs.StringVarP(&o.Output, "output", "o", o.Output, "Output format: table, json or yaml.")
 	}
@@ -194,7 +207,7 @@ func (o *Options) Validate(cmd string) error {
 		return err
 	}
 	if cmd == "export" {
-		return o.Export.Validate()
+		return o.validateExport()
 	}
 	if o.minReplicas < 1 {
 		return errors.New("--min-replicas must be at least 1")
@@ -220,6 +233,22 @@ func (o *Options) Validate(cmd string) error {
 		o.Explain.Estimators.Config.MaxAllowed = max
 	}
 	return nil
+}
+
+func (o *Options) validateExport() error {
+	if err := o.Export.Validate(); err != nil {
+		return err
+	}
+	if !o.History.Enabled() {
+		if o.AllWorkloads {
+			return errors.New("--all-workloads exports workloads without a VPA from their usage history: give --prometheus-url")
+		}
+		return nil
+	}
+	if o.AllWorkloads && o.AllNamespaces {
+		return errors.New("--all-workloads reads each workload's usage history from Prometheus: give one namespace (-n), not -A")
+	}
+	return o.History.ValidateServer()
 }
 
 // clientConfig loads the kubeconfig as kubectl does: --kubeconfig, else
@@ -254,7 +283,8 @@ func flagSet(o *Options, cmd string) *pflag.FlagSet {
 var synopses = map[string]string{
 	"explain": "kubectl vpa explain (NAME | -l SELECTOR) [-n NAMESPACE | -A] [-o table|json|yaml] [flags]",
 	"report":  "kubectl vpa report [-n NAMESPACE | -A] [-l SELECTOR] [--target-selector SELECTOR] [-o table|json|yaml|csv|html] [--out FILE] [flags]",
-	"export":  "kubectl vpa export [NAME...] [-n NAMESPACE | -A] [-l SELECTOR] [--format strategic|json6902] [--value target|lowerBound|upperBound|uncappedTarget] [--containers NAMES] [--dir DIR] [flags]",
+	"export": "kubectl vpa export [NAME | KIND/NAME ...] [-n NAMESPACE | -A] [-l SELECTOR] [--prometheus-url URL [--all-workloads]] [--format strategic|json6902] " +
+		"[--value target|lowerBound|upperBound|uncappedTarget] [--containers NAMES] [--dir DIR] [flags]",
 }
 
 // Main runs the command line args (without the program name).
@@ -302,6 +332,17 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("report takes no arguments, got %q", strings.Join(fs.Args(), " "))
 	case cmd == "export" && fs.NArg() > 0 && o.AllNamespaces:
 		return errors.New("export takes VPA names within one namespace: names and -A cannot be used together")
+	case cmd == "export" && fs.NArg() > 0 && o.AllWorkloads:
+		return errors.New("--all-workloads exports every workload of the namespace: give no names")
+	}
+	if cmd == "export" {
+		for _, a := range fs.Args() {
+			if strings.Contains(a, "/") {
+				if _, _, err := parseExportWorkload(a); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	cc := o.clientConfig()
 	cfg, err := cc.ClientConfig()
@@ -315,12 +356,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.AllNamespaces {
 		ns = ""
 	}
+	// --request-timeout bounds the reads from the API server; export's
+	// Prometheus queries are bounded each by --prometheus-query-timeout.
+	loadCtx := ctx
 	if o.requestTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.requestTimeout)
+		loadCtx, cancel = context.WithTimeout(ctx, o.requestTimeout)
 		defer cancel()
 	}
-	ix, err := load(ctx, cfg, ns)
+	ix, err := load(loadCtx, cfg, ns)
 	if err != nil {
 		return err
 	}
@@ -331,7 +375,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return writeExplainSelected(ix, o, stdout, stderr)
 	case "export":
-		return runExport(ix, o, fs.Args(), stdout, stderr)
+		return runExport(ctx, ix, o, ns, fs.Args(), stdout, stderr)
 	default:
 		return runReport(ix, o, ns, stdout, stderr)
 	}
@@ -458,39 +502,4 @@ func Exit(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "error:", err)
 	return 1
-}
-
-// runExport writes the patches of the VPAs named in names (every VPA in
-// scope when none), that the selectors select, to stdout or o.Dir; VPAs
-// without a patch are reported on stderr.
-func runExport(ix *snapshot.Index, o *Options, names []string, stdout, stderr io.Writer) error {
-	vpas := o.selected(ix)
-	if len(names) > 0 {
-		byName := map[string]*vpav1.VerticalPodAutoscaler{}
-		for _, v := range vpas {
-			byName[v.Name] = v
-		}
-		var picked []*vpav1.VerticalPodAutoscaler
-		for _, n := range names {
-			v := byName[n]
-			if v == nil {
-				return fmt.Errorf("VerticalPodAutoscaler %q not found in the namespace (or not selected by -l)", n)
-			}
-			picked = append(picked, v)
-		}
-		vpas = picked
-	}
-	r := export.Compute(ix, vpas, o.Export)
-	for _, w := range append(ix.Warnings, r.Warnings...) {
-		fmt.Fprintln(stderr, "warning:", w)
-	}
-	wo := export.WriteOptions{Format: o.Export.Format, Value: o.Export.Value, Namespaced: o.AllNamespaces}
-	if o.Dir == "" {
-		return export.WriteStream(stdout, r.Patches, wo)
-	}
-	files, err := export.WriteDir(o.Dir, r.Patches, wo)
-	for _, f := range files {
-		fmt.Fprintln(stdout, filepath.Join(o.Dir, f))
-	}
-	return err
 }

@@ -135,6 +135,20 @@ func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64,
 //     limit would pass.
 func fixture(t *testing.T) *snapshot.Index {
 	t.Helper()
+	return index(t, fixtureSnapshot(t))
+}
+
+func index(t *testing.T, s *snapshot.Snapshot) *snapshot.Index {
+	t.Helper()
+	ix, err := snapshot.NewIndex(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
+
+func fixtureSnapshot(t *testing.T) *snapshot.Snapshot {
+	t.Helper()
 	s := &snapshot.Snapshot{Now: now}
 	for _, d := range []struct {
 		name     string
@@ -220,11 +234,7 @@ func fixture(t *testing.T) *snapshot.Index {
 		Spec:       policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
 		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0},
 	}}
-	ix, err := snapshot.NewIndex(context.Background(), s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ix
+	return s
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -301,7 +311,7 @@ func TestGoldenOutputs(t *testing.T) {
 				if tc.name != "" {
 					names = []string{tc.name}
 				}
-				err = runExport(ix, o, names, &out, &stderr)
+				err = runExport(context.Background(), ix, o, "shop", names, &out, &stderr)
 			default:
 				err = writeReport(ix, o, "shop", &out, &stderr)
 			}
@@ -343,6 +353,14 @@ func TestValidate(t *testing.T) {
 		"impersonation":          {cmd: "export", args: []string{"--as=jane", "--as-group=dev", "--as-group=ops", "--cluster=c", "--user=u"}},
 		"export format":          {cmd: "export", args: []string{"--format=kustomize"}, wantErr: `--format "kustomize"`},
 		"export value":           {cmd: "export", args: []string{"--value=p95"}, wantErr: `--value "p95"`},
+		"export from Prometheus": {cmd: "export", args: []string{"--prometheus-url=http://prometheus:9090", "--all-workloads", "--history-length=14d", "--max-samples=0"}},
+		"all workloads need Prometheus": {cmd: "export", args: []string{"--all-workloads"},
+			wantErr: "--all-workloads exports workloads without a VPA from their usage history: give --prometheus-url"},
+		"all workloads of one namespace": {cmd: "export", args: []string{"--prometheus-url=http://prometheus:9090", "--all-workloads", "-A"},
+			wantErr: "give one namespace (-n), not -A"},
+		"bad Prometheus URL":   {cmd: "export", args: []string{"--prometheus-url=prometheus:9090"}, wantErr: "--prometheus-url must be an http or https URL"},
+		"bad history length":   {cmd: "export", args: []string{"--prometheus-url=http://prometheus:9090", "--history-length=long"}, wantErr: "--history-length"},
+		"negative max samples": {cmd: "export", args: []string{"--prometheus-url=http://prometheus:9090", "--max-samples=-1"}, wantErr: "--max-samples must be >= 0"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -370,7 +388,7 @@ func TestMainErrors(t *testing.T) {
 	if err := Main(context.Background(), []string{"frobnicate"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), `unknown command "frobnicate"`) {
 		t.Errorf("unknown command: %v", err)
 	}
-	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain (NAME | -l SELECTOR)") || !strings.Contains(out.String(), "kubectl vpa export [NAME...]") {
+	if err := Main(context.Background(), []string{"--help"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "kubectl vpa explain (NAME | -l SELECTOR)") || !strings.Contains(out.String(), "kubectl vpa export [NAME | KIND/NAME ...]") {
 		t.Errorf("--help: %v, %q", err, out.String())
 	}
 	kc := filepath.Join(t.TempDir(), "missing")
@@ -386,6 +404,9 @@ func TestMainErrors(t *testing.T) {
 		{[]string{"explain", "a", "b"}, "explain takes one VPA name"},
 		{[]string{"report", "web"}, "report takes no arguments"},
 		{[]string{"export", "web", "-A"}, "names and -A cannot be used together"},
+		{[]string{"export", "deployment/web", "--all-workloads", "--prometheus-url=http://prometheus:9090"}, "--all-workloads exports every workload of the namespace: give no names"},
+		{[]string{"export", "rollout/web", "--kubeconfig=" + kc}, `unknown kind "rollout"`},
+		{[]string{"export", "pod/web-1", "--kubeconfig=" + kc}, "export writes patches of a workload's pod template"},
 		// Arguments are checked before the kubeconfig is read.
 		{[]string{"export", "web", "-A", "--kubeconfig=" + kc}, "names and -A"},
 		{[]string{"export", "--kubeconfig=" + kc}, "kubeconfig"},

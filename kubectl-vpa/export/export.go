@@ -17,7 +17,9 @@ limitations under the License.
 // Package export builds `kubectl vpa export`: each selected VPA's
 // recommendation as a patch of its target workload's pod template that sets
 // the requests (and the limits, kept in proportion) the admission controller
-// would give the workload's pods, for review in Git instead of at admission.
+// would give the workload's pods, for review in Git instead of at admission;
+// and the same for workloads without a VPA, from the recommendation the
+// recommender's estimator gives after their usage history (ComputeFromUsage).
 // Patches come as strategic-merge patches or JSON patches (RFC 6902), as a
 // YAML stream or as files with a kustomize Component listing them.
 package export
@@ -120,9 +122,13 @@ type Container struct {
 	Resources corev1.ResourceRequirements
 }
 
-// Patch is one VPA's patch of its target workload.
+// Patch is one VPA's patch of its target workload, or the patch of a
+// workload without a VPA from its usage history (ComputeFromUsage).
 type Patch struct {
-	VPA      string // namespace/name
+	VPA string // namespace/name; empty for a patch from usage history
+	// Source says where the recommendation comes from when no VPA gives
+	// it, for the comments.
+	Source   string
 	Workload Workload
 	// TemplatePath is the JSON pointer of the pod template's spec.
 	TemplatePath string

@@ -136,7 +136,11 @@ func WriteDir(dir string, patches []Patch, o WriteOptions) ([]string, error) {
 
 func writeComments(b *bytes.Buffer, p Patch, o WriteOptions) {
 	w := p.Workload
-	fmt.Fprintf(b, "# VerticalPodAutoscaler %s, %s: %s %s %s/%s\n", p.VPA, o.Value, w.APIVersion(), w.Kind, w.Namespace, w.Name)
+	from := "VerticalPodAutoscaler " + p.VPA
+	if p.VPA == "" {
+		from = p.Source
+	}
+	fmt.Fprintf(b, "# %s, %s: %s %s %s/%s\n", from, o.Value, w.APIVersion(), w.Kind, w.Namespace, w.Name)
 	for _, n := range p.Notes {
 		fmt.Fprintf(b, "# %s\n", n)
 	}

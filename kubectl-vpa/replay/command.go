@@ -172,6 +172,18 @@ func (o *CommandOptions) replayTrace(ctx context.Context, file string, trace *Tr
 		}
 		analyses = append(analyses, a)
 	}
+	// The recommendation after the history, for one workload's (a
+	// workload's history from Prometheus, typically): what a VPA created
+	// now would get, and what kubectl vpa export writes without one.
+	var rec *RecommendationReport
+	if len(trace.Workloads) == 1 {
+		r, err := o.Recommender()
+		if err != nil {
+			return err
+		}
+		rr := r.Report(trace.Workloads[0])
+		rec = &rr
+	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -179,9 +191,22 @@ func (o *CommandOptions) replayTrace(ctx context.Context, file string, trace *Tr
 	if err != nil {
 		return err
 	}
+	if rec != nil {
+		data, err := json.MarshalIndent(rec, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, RecommendationFile), append(data, '\n'), 0o644); err != nil {
+			return err
+		}
+		files = append(files, RecommendationFile)
+	}
 	printTable(stdout, file, res)
 	for _, a := range analyses {
 		a.Print(stdout)
+	}
+	if rec != nil {
+		rec.Print(stdout)
 	}
 	fmt.Fprintf(stdout, "\nwrote %s (summary.json, days.csv, worst.svg, typical.svg, frontier.svg", out)
 	if o.Sweep {

@@ -93,6 +93,22 @@ func TestRunCommand(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(out, "bounds.csv")); err == nil {
 		t.Error("bounds.csv written without --bounds")
 	}
+	// A trace of one workload: the recommendation after it, by --estimator,
+	// its containers fed as one pod's.
+	data, err = os.ReadFile(filepath.Join(out, RecommendationFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec RecommendationReport
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Workload != "web" || rec.Estimator != "peak" || rec.Pods != 0 || len(rec.Containers) != 1 || rec.Containers[0].ContainerName != "app" {
+		t.Errorf("%s: %s", RecommendationFile, data)
+	}
+	if !strings.Contains(stdout.String(), RecommendationHeading+" (peak estimator; the trace's containers fed as one pod's)") {
+		t.Errorf("stdout has no recommendation:\n%s", stdout.String())
+	}
 }
 
 func TestRunCommandHoldout(t *testing.T) {

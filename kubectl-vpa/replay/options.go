@@ -78,7 +78,7 @@ func NewCommandOptions() *CommandOptions {
 		PodLifetimeUpdateThreshold: 12 * time.Hour,
 		EvictAfterOOMThreshold:     10 * time.Minute,
 		OOMFeedback:                true,
-		Prometheus:                 newPrometheusSource(),
+		Prometheus:                 NewPrometheusSource(),
 	}
 }
 

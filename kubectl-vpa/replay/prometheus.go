@@ -30,12 +30,18 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/openvpa/openvpa/pkg/promhistory"
+	"github.com/openvpa/openvpa/pkg/target"
+	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
 // DefaultMaxSamples is the default of --max-samples: the most points a
 // replay reads from Prometheus (about 100 MB of decoded points).
 const DefaultMaxSamples = 2_000_000
+
+// ErrNoUsage is the error Load wraps when Prometheus holds no usage of the
+// workload in the history's range.
+var ErrNoUsage = errors.New("no usage")
 
 // PrometheusSource reads a workload's usage history from Prometheus with
 // the recommender's history queries (pkg/promhistory) instead of a trace
@@ -61,22 +67,44 @@ type PrometheusSource struct {
 // Enabled reports whether the replay reads Prometheus.
 func (s *PrometheusSource) Enabled() bool { return s.Flags.Address != "" }
 
-func newPrometheusSource() PrometheusSource {
+// NewPrometheusSource returns the defaults: the recommender's history
+// flags, no --prometheus-url (so not Enabled) and DefaultMaxSamples.
+func NewPrometheusSource() PrometheusSource {
 	f := promhistory.DefaultFlags()
 	f.Address = ""
 	return PrometheusSource{Flags: f, MaxSamples: DefaultMaxSamples}
 }
 
 func (s *PrometheusSource) addFlags(fs *pflag.FlagSet) {
-	s.Flags.AddFlags(fs, "prometheus-url")
+	s.AddServerFlags(fs)
 	fs.StringVarP(&s.Namespace, "namespace", "n", s.Namespace, "With --prometheus-url: the workload's namespace.")
 	fs.StringVar(&s.PodSelector, "pod-selector", s.PodSelector, "With --prometheus-url: replay the pods whose labels (from --metric-for-pod-labels) match this label selector, instead of a KIND/NAME argument.")
-	fs.IntVar(&s.MaxSamples, "max-samples", s.MaxSamples, "With --prometheus-url: the most points read from Prometheus; a larger history is an error (0: no bound).")
+}
+
+// AddServerFlags registers --prometheus-url, the recommender's history
+// flags and --max-samples: what reads the history, without the workload's
+// namespace and selection (kubectl vpa export takes those from its own
+// flags).
+func (s *PrometheusSource) AddServerFlags(fs *pflag.FlagSet) {
+	s.Flags.AddFlags(fs, "prometheus-url")
+	fs.IntVar(&s.MaxSamples, "max-samples", s.MaxSamples, "With --prometheus-url: the most points read from Prometheus for one workload; a larger history is an error (0: no bound).")
+}
+
+// ValidateServer checks the flags AddServerFlags registers.
+func (s *PrometheusSource) ValidateServer() error {
+	var errs []error
+	if _, err := s.config(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.MaxSamples < 0 {
+		errs = append(errs, fmt.Errorf("--max-samples must be >= 0, got %d", s.MaxSamples))
+	}
+	return errors.Join(errs...)
 }
 
 func (s *PrometheusSource) validate() []error {
 	var errs []error
-	if _, err := s.config(); err != nil {
+	if err := s.ValidateServer(); err != nil {
 		errs = append(errs, err)
 	}
 	if s.Namespace == "" {
@@ -95,9 +123,6 @@ func (s *PrometheusSource) validate() []error {
 		if _, err := labels.Parse(s.PodSelector); err != nil {
 			errs = append(errs, fmt.Errorf("--pod-selector: %w", err))
 		}
-	}
-	if s.MaxSamples < 0 {
-		errs = append(errs, fmt.Errorf("--max-samples must be >= 0, got %d", s.MaxSamples))
 	}
 	return errs
 }
@@ -118,6 +143,39 @@ const (
 	podHash   = "[bcdfghjklmnpqrstvwxz2456789]{1,10}"
 )
 
+// KindPod is the kind of a pod/NAME argument.
+const KindPod = "Pod"
+
+// workloadKinds are the kinds of a KIND/NAME argument, by the names and
+// short names kubectl knows them under.
+var workloadKinds = map[string]string{
+	"deployment": target.KindDeployment, "deployments": target.KindDeployment, "deploy": target.KindDeployment,
+	"statefulset": target.KindStatefulSet, "statefulsets": target.KindStatefulSet, "sts": target.KindStatefulSet,
+	"daemonset": target.KindDaemonSet, "daemonsets": target.KindDaemonSet, "ds": target.KindDaemonSet,
+	"replicaset": target.KindReplicaSet, "replicasets": target.KindReplicaSet, "rs": target.KindReplicaSet,
+	"job": target.KindJob, "jobs": target.KindJob,
+	"cronjob": target.KindCronJob, "cronjobs": target.KindCronJob, "cj": target.KindCronJob,
+	"pod": KindPod, "pods": KindPod, "po": KindPod,
+}
+
+// ParseWorkload parses a KIND/NAME argument (deployment/web, sts/db, ...)
+// into the kind as the API spells it (Deployment, StatefulSet, DaemonSet,
+// ReplicaSet, Job, CronJob or Pod) and the name.
+func ParseWorkload(workload string) (kind, name string, err error) {
+	k, name, ok := strings.Cut(workload, "/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("the workload must be KIND/NAME, such as deployment/web, got %q", workload)
+	}
+	if !dnsName.MatchString(name) {
+		return "", "", fmt.Errorf("workload %q: %q is not a valid object name", workload, name)
+	}
+	kind, ok = workloadKinds[strings.ToLower(k)]
+	if !ok {
+		return "", "", fmt.Errorf("workload %q: unknown kind %q (known: deployment, statefulset, daemonset, replicaset, job, cronjob, pod)", workload, k)
+	}
+	return kind, name, nil
+}
+
 // workloadPodRegex returns the expression of the names of the pods a
 // controller of that kind names after NAME (fully anchored, as Prometheus's
 // =~ matches): NAME-HASH-SUFFIX for a
@@ -125,27 +183,22 @@ const (
 // ReplicaSet's, DaemonSet's or Job's, NAME-TIME-SUFFIX for a CronJob's, and
 // NAME itself for a pod.
 func workloadPodRegex(workload string) (string, error) {
-	kind, name, ok := strings.Cut(workload, "/")
-	if !ok || name == "" || strings.Contains(name, "/") {
-		return "", fmt.Errorf("the workload must be KIND/NAME, such as deployment/web, got %q", workload)
-	}
-	if !dnsName.MatchString(name) {
-		return "", fmt.Errorf("workload %q: %q is not a valid object name", workload, name)
+	kind, name, err := ParseWorkload(workload)
+	if err != nil {
+		return "", err
 	}
 	n := regexp.QuoteMeta(name)
-	switch strings.ToLower(kind) {
-	case "deployment", "deployments", "deploy":
+	switch kind {
+	case target.KindDeployment:
 		return n + "-" + podHash + "-" + podSuffix, nil
-	case "statefulset", "statefulsets", "sts":
+	case target.KindStatefulSet:
 		return n + "-[0-9]+", nil
-	case "replicaset", "replicasets", "rs", "daemonset", "daemonsets", "ds", "job", "jobs":
-		return n + "-" + podSuffix, nil
-	case "cronjob", "cronjobs", "cj":
+	case target.KindCronJob:
 		return n + "-[0-9]+-" + podSuffix, nil
-	case "pod", "pods", "po":
+	case KindPod:
 		return n, nil
-	default:
-		return "", fmt.Errorf("workload %q: unknown kind %q (known: deployment, statefulset, daemonset, replicaset, job, cronjob, pod)", workload, kind)
+	default: // ReplicaSet, DaemonSet, Job
+		return n + "-" + podSuffix, nil
 	}
 }
 
@@ -225,9 +278,23 @@ func (s *PrometheusSource) Load(ctx context.Context) (_ *Trace, st PrometheusSta
 		hasCPU, hasMem bool
 	}
 	byContainer := map[string]map[time.Time]*point{}
-	pods := map[string]bool{}
+	// Each pod's own points, apart and unpaired, as the recommender's
+	// history provider reads them.
+	pods := map[string]*history.Pod{}
+	own := func(p promhistory.Point) *history.Container {
+		pod := pods[p.Pod]
+		if pod == nil {
+			pod = &history.Pod{Name: p.Pod, Containers: map[string]*history.Container{}}
+			pods[p.Pod] = pod
+		}
+		c := pod.Containers[p.Container]
+		if c == nil {
+			c = &history.Container{}
+			pod.Containers[p.Container] = c
+		}
+		return c
+	}
 	at := func(p promhistory.Point) *point {
-		pods[p.Pod] = true
 		m := byContainer[p.Container]
 		if m == nil {
 			m = map[time.Time]*point{}
@@ -242,19 +309,29 @@ func (s *PrometheusSource) Load(ctx context.Context) (_ *Trace, st PrometheusSta
 		return pt
 	}
 	if err := client.Range(ctx, cfg.PodsCPUQuery(s.Namespace, podRegex), st.Start, st.End, func(p promhistory.Point) {
+		milli := model.CPUAmountFromCores(p.Value)
+		c := own(p)
+		c.CPU = append(c.CPU, history.Sample{Time: p.Time, Value: milli})
 		pt := at(p)
-		pt.cpu, pt.hasCPU = max(pt.cpu, model.CoresFromCPUAmount(model.CPUAmountFromCores(p.Value))), true
+		pt.cpu, pt.hasCPU = max(pt.cpu, model.CoresFromCPUAmount(milli)), true
 	}); err != nil {
 		return nil, st, err
 	}
 	if err := client.Range(ctx, cfg.PodsMemoryQuery(s.Namespace, podRegex), st.Start, st.End, func(p promhistory.Point) {
+		bytes := model.MemoryAmountFromBytes(p.Value)
+		c := own(p)
+		c.Memory = append(c.Memory, history.Sample{Time: p.Time, Value: bytes})
 		pt := at(p)
-		pt.mem, pt.hasMem = max(pt.mem, model.BytesFromMemoryAmount(model.MemoryAmountFromBytes(p.Value))), true
+		pt.mem, pt.hasMem = max(pt.mem, model.BytesFromMemoryAmount(bytes)), true
 	}); err != nil {
 		return nil, st, err
 	}
 	st.Pods = len(pods)
 	w := &Workload{Name: s.workloadName()}
+	for _, p := range pods {
+		w.Pods = append(w.Pods, p)
+	}
+	sortPods(w.Pods)
 	names := make([]string, 0, len(byContainer))
 	for n := range byContainer {
 		names = append(names, n)
@@ -276,7 +353,7 @@ func (s *PrometheusSource) Load(ctx context.Context) (_ *Trace, st PrometheusSta
 		w.Containers = append(w.Containers, c)
 	}
 	if len(w.Containers) == 0 {
-		return nil, st, fmt.Errorf("no usage of %s in namespace %s in Prometheus at %s from %s to %s (queries %s and %s)",
+		return nil, st, fmt.Errorf("%w of %s in namespace %s in Prometheus at %s from %s to %s (queries %s and %s)", ErrNoUsage,
 			s.workloadName(), s.Namespace, cfg.Address, st.Start.Format(time.RFC3339), st.End.Format(time.RFC3339),
 			cfg.PodsCPUQuery(s.Namespace, podRegex), cfg.PodsMemoryQuery(s.Namespace, podRegex))
 	}

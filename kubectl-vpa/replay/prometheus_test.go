@@ -21,95 +21,21 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/openvpa/openvpa/kubectl-vpa/replay/replaytest"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// fakeProm answers the history queries from a replaytest.History as
-// Prometheus's HTTP API does.
-type fakeProm struct {
-	t    *testing.T
-	h    replaytest.History
-	mu   sync.Mutex
-	seen []string
-}
-
-func (f *fakeProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := r.ParseForm(); err != nil {
-		f.t.Error(err)
-	}
-	q := r.Form.Get("query")
-	f.mu.Lock()
-	f.seen = append(f.seen, q)
-	f.mu.Unlock()
-	unix := func(name string) time.Time {
-		v, err := strconv.ParseFloat(r.Form.Get(name), 64)
-		if err != nil {
-			f.t.Errorf("%s=%q: %v", name, r.Form.Get(name), err)
-		}
-		return time.Unix(int64(v), 0).UTC()
-	}
-	metric := func(l map[string]string) string {
-		b, _ := json.Marshal(l)
-		return string(b)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	switch r.URL.Path {
-	case "/api/v1/query_range":
-		series, err := f.h.Answer(q, unix("start"), unix("end"))
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, `{"status":"error","errorType":"bad_data","error":%q}`, err.Error())
-			return
-		}
-		var out []string
-		for _, s := range series {
-			vals := make([]string, len(s.Times))
-			for i := range s.Times {
-				vals[i] = fmt.Sprintf(`[%d,"%s"]`, s.Times[i].Unix(), strconv.FormatFloat(s.Values[i], 'g', -1, 64))
-			}
-			out = append(out, fmt.Sprintf(`{"metric":%s,"values":[%s]}`, metric(s.Labels), strings.Join(vals, ",")))
-		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"matrix","result":[%s]}}`, strings.Join(out, ","))
-	case "/api/v1/query":
-		at := unix("time")
-		// A range selector (last_over_time) sees every pod of the history.
-		var series []map[string]string
-		if strings.HasPrefix(q, "last_over_time(") {
-			seen := map[string]bool{}
-			for _, p := range f.h.Pods {
-				for _, l := range f.h.LabelSeries(p.To) {
-					if n := l["kubernetes_pod_name"]; !seen[n] {
-						seen[n] = true
-						series = append(series, l)
-					}
-				}
-			}
-		} else {
-			series = f.h.LabelSeries(at)
-		}
-		var out []string
-		for _, l := range series {
-			out = append(out, fmt.Sprintf(`{"metric":%s,"value":[%d,"1"]}`, metric(l), at.Unix()))
-		}
-		fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[%s]}}`, strings.Join(out, ","))
-	default:
-		http.NotFound(w, r)
-	}
-}
 
 // replayEnd is the fake's now: the history ends an hour before it.
 var replayEnd = time.Date(2026, 3, 20, 0, 0, 0, 0, time.UTC)
@@ -126,20 +52,36 @@ func runReplay(t *testing.T, o *CommandOptions, args ...string) map[string]strin
 }
 
 // reportOf is what a replay reports, without its source's name and the
-// times it took: what the same history must give from any source.
+// times it took: what the same history must give from any source ("table",
+// "summary.json", "days.csv"); and apart, the recommendation after the
+// history ("recommendation" from the table, and recommendation.json when
+// written), which a history from Prometheus computes pod by pod.
 func reportOf(t *testing.T, stdout, out string) map[string]string {
 	t.Helper()
-	var lines []string
+	var lines, rec []string
+	inRec := false
 	for i, l := range strings.Split(stdout, "\n") {
-		if i == 0 || strings.HasPrefix(l, "wrote ") || strings.HasPrefix(l, "done in ") {
+		switch {
+		case i == 0 || strings.HasPrefix(l, "wrote ") || strings.HasPrefix(l, "done in "):
 			continue
+		case strings.HasPrefix(l, RecommendationHeading):
+			inRec = true
+		case l == "":
+			inRec = false
 		}
-		lines = append(lines, l)
+		if inRec {
+			rec = append(rec, l)
+		} else {
+			lines = append(lines, l)
+		}
 	}
-	r := map[string]string{"table": strings.Join(lines, "\n")}
-	for _, f := range []string{"summary.json", "days.csv"} {
+	r := map[string]string{"table": strings.Join(lines, "\n"), "recommendation": strings.Join(rec, "\n")}
+	for _, f := range []string{"summary.json", "days.csv", RecommendationFile} {
 		b, err := os.ReadFile(filepath.Join(out, f))
 		if err != nil {
+			if f == RecommendationFile && os.IsNotExist(err) {
+				continue
+			}
 			t.Fatal(err)
 		}
 		r[f] = string(b)
@@ -161,7 +103,7 @@ func TestPrometheusReplayEqualsCSV(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := replaytest.Synthetic("shop", replayEnd.Add(-time.Hour), 10)
 			h.Workload = tc.workload
-			fake := &fakeProm{t: t, h: h}
+			fake := &replaytest.Prometheus{Histories: []replaytest.History{h}}
 			srv := httptest.NewServer(fake)
 			t.Cleanup(srv.Close)
 
@@ -184,7 +126,7 @@ func TestPrometheusReplayEqualsCSV(t *testing.T) {
 					t.Errorf("%s from Prometheus differs from the CSV's:\n--- Prometheus\n%s\n--- CSV\n%s", k, head(got[k]), head(want[k]))
 				}
 			}
-			for _, q := range fake.seen {
+			for _, q := range fake.Queries() {
 				if strings.Contains(q, "canary") {
 					t.Errorf("a query selects the other workload's pods: %s", q)
 				}
@@ -200,6 +142,39 @@ func TestPrometheusReplayEqualsCSV(t *testing.T) {
 			}
 			if tc.golden != "" {
 				golden(t, filepath.Join("testdata", tc.golden), got["summary.json"])
+			}
+
+			// The recommendation after the history: from Prometheus, pod by
+			// pod as the recommender reads it; from the CSV, whose containers
+			// hold the highest of the pods at each step, as one pod's.
+			r, err := NewCommandOptions().Recommender()
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRec := r.Report(&Workload{Name: tc.workload, Pods: h.PodHistories()})
+			var gotRec RecommendationReport
+			if err := json.Unmarshal([]byte(got[RecommendationFile]), &gotRec); err != nil {
+				t.Fatalf("%s: %v", RecommendationFile, err)
+			}
+			if wantRec.Pods != 3 || len(wantRec.Containers) != 2 {
+				t.Fatalf("the fixture's recommendation %+v: want 3 pods and 2 containers", wantRec)
+			}
+			if !apiequality.Semantic.DeepEqual(gotRec, wantRec) {
+				t.Errorf("%s from Prometheus:\n%s\nwant the recommendation after each pod's history, %+v", RecommendationFile, got[RecommendationFile], wantRec)
+			}
+			var csvRec RecommendationReport
+			if err := json.Unmarshal([]byte(want[RecommendationFile]), &csvRec); err != nil {
+				t.Fatalf("%s of the CSV: %v", RecommendationFile, err)
+			}
+			if csvRec.Pods != 0 || apiequality.Semantic.DeepEqual(csvRec.Containers, gotRec.Containers) {
+				t.Errorf("the CSV's recommendation %+v: want one of the highest usage fed as one pod, not the pods' %+v", csvRec, gotRec)
+			}
+			if !strings.Contains(got["recommendation"], "each of 3 pods fed on its own") {
+				t.Errorf("the table's recommendation does not say how the history went in:\n%s", got["recommendation"])
+			}
+			if tc.golden != "" {
+				golden(t, filepath.Join("testdata", "prometheus-recommendation.json"), got[RecommendationFile])
+				golden(t, filepath.Join("testdata", "prometheus-recommendation.txt"), got["recommendation"]+"\n")
 			}
 		})
 	}
@@ -231,7 +206,7 @@ func golden(t *testing.T, file, got string) {
 
 func TestPrometheusErrors(t *testing.T) {
 	h := replaytest.Synthetic("shop", replayEnd.Add(-time.Hour), 10)
-	working := httptest.NewServer(&fakeProm{t: t, h: h})
+	working := httptest.NewServer(&replaytest.Prometheus{Histories: []replaytest.History{h}})
 	t.Cleanup(working.Close)
 	closed := httptest.NewServer(http.NotFoundHandler())
 	closed.Close()

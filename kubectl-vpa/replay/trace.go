@@ -29,6 +29,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openvpa/openvpa/recommender/input/history"
 )
 
 // Trace column names of the native format.
@@ -79,6 +81,12 @@ type Container struct {
 type Workload struct {
 	Name       string
 	Containers []*Container
+	// Pods are the histories of the workload's pods, each container's CPU
+	// and memory points apart, when the workload was read from Prometheus
+	// (PrometheusSource.Load), sorted by name; nil for a trace file, whose
+	// containers are all there is. Recommender.Recommend feeds them as the
+	// recommender does; the replay itself runs Containers.
+	Pods []*history.Pod
 }
 
 // Start returns the time of the workload's first sample.
