@@ -13,8 +13,8 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-# Runs every test of the main module (unit, integration and e2e), of hack/tools/images and of
-# hack/tools/helm. The e2e packages need the local control plane, so it is brought up first (built
+# Runs every test of the main module (unit, integration and e2e), of hack/tools/images, of
+# hack/tools/helm and of hack/tools/upstream-vpa (OpenVPA's recommender against upstream's code). The e2e packages need the local control plane, so it is brought up first (built
 # on a fresh machine, reused when running); if it cannot start, the run fails here and says why
 # instead of letting e2e tests skip.
 #
@@ -34,6 +34,8 @@ echo "==> go test in hack/tools/images (image tarballs, pause, memhog)"
 go -C hack/tools/images test -count=1 ./...
 echo "==> go test in hack/tools/helm (the chart against deploy/)"
 GOWORK=off go -C hack/tools/helm test -count=1 ./...
+echo "==> go test in hack/tools/upstream-vpa (recommendations and checkpoints against upstream's code)"
+GOWORK=off go -C hack/tools/upstream-vpa test -count=1 ./...
 
 echo "==> local control plane (hack/cluster/up.sh)"
 if ! hack/cluster/up.sh; then

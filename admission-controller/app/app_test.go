@@ -31,35 +31,12 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// kubeconfig is a client configuration for an API server that is never
-// reached: the admission controller fails before it connects.
-const kubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: https://127.0.0.1:1
-contexts:
-- name: c
-  context:
-    cluster: c
-    user: u
-users:
-- name: u
-  user:
-    token: t
-current-context: c
-`
-
 // TestStartupFailures: the error the admission controller exits on is JSON
 // with --logging-format=json, and "vpa-admission-controller: <error>" in the
 // text format.
 func TestStartupFailures(t *testing.T) {
 	dir := t.TempDir()
-	config := filepath.Join(dir, "kubeconfig")
-	if err := os.WriteFile(config, []byte(kubeconfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	config := componenttest.Kubeconfig(t, dir)
 	missingCert := []string{
 		"--kubeconfig=" + config,
 		"--tls-cert-file=" + filepath.Join(dir, "missing-cert.pem"),
@@ -73,6 +50,16 @@ func TestStartupFailures(t *testing.T) {
 		"text, missing certificate": {Args: missingCert, WantErr: "loading the serving certificate"},
 		"text, invalid flag value":  {Args: []string{"--webhook-timeout-seconds=31"}, WantErr: "--webhook-timeout-seconds must be in 1..30, got 31"},
 	})
+}
+
+// TestKlogFileFlags: upstream's klog flags, --log-file among them, are taken
+// and write the admission controller's log to the file.
+func TestKlogFileFlags(t *testing.T) {
+	dir := t.TempDir()
+	config := componenttest.Kubeconfig(t, dir)
+	componenttest.CheckLogFile(t, Name, "loading the serving certificate", "--kubeconfig="+config,
+		"--tls-cert-file="+filepath.Join(dir, "missing-cert.pem"), "--tls-private-key="+filepath.Join(dir, "missing-key.pem"),
+		"--client-ca-file="+filepath.Join(dir, "missing-ca.pem"))
 }
 
 // TestVersion: --version prints the binary's name and version and exits 0.

@@ -19,7 +19,6 @@ package main
 import (
 	"bufio"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,25 +66,6 @@ func readUpstreamFlags(t *testing.T) (version string, flags []upstreamFlag) {
 		t.Fatal(err)
 	}
 	return version, flags
-}
-
-// klogFileFlags are klog's legacy file-logging flags, which upstream's
-// binaries register and OpenVPA's do not yet: a command line that sets one of
-// them does not start here. Listed so the test names every other gap; each is
-// to be registered (and this list emptied).
-var klogFileFlags = []string{"add-dir-header", "legacy-stderr-threshold-behavior", "log-backtrace-at", "log-dir",
-	"log-file", "log-file-max-size", "one-output", "skip-headers", "skip-log-headers"}
-
-// knownDefaultDifferences are upstream flags whose default differs here, by
-// "<component> --<flag>", each with the reason. Every entry is a difference
-// users see.
-var knownDefaultDifferences = map[string]string{
-	"recommender --storage":                  `empty means checkpoint, upstream's default; the behaviour is the same`,
-	"recommender --v":                        `OpenVPA logs at verbosity 0 unless told; upstream's binaries default to 4`,
-	"updater --v":                            `as the recommender's`,
-	"admission-controller --v":               `as the recommender's`,
-	"updater --stderrthreshold":              `klog's default (ERROR) here; upstream sets INFO`,
-	"admission-controller --stderrthreshold": `klog's default (ERROR) here; upstream sets INFO`,
 }
 
 // severities are klog's severity names as its flags print them.
@@ -145,15 +125,8 @@ func TestUpstreamFlagParity(t *testing.T) {
 			continue
 		}
 		f := fs.Lookup(u.name)
-		if f == nil && slices.Contains(klogFileFlags, u.name) {
-			continue
-		}
 		if f == nil {
 			t.Errorf("vpa-%s lacks upstream %s's flag --%s (%s, default %q)", u.component, version, u.name, u.typ, u.def)
-			continue
-		}
-		key := u.component + " --" + u.name
-		if _, ok := knownDefaultDifferences[key]; ok {
 			continue
 		}
 		if !sameDefault(u.typ, u.def, f.DefValue) {

@@ -88,7 +88,7 @@ func TestExecuteText(t *testing.T) {
 			var ran string
 			o := &testOptions{configErr: tc.configErr}
 			if tc.logging {
-				o.logging = NewLogging(0, "")
+				o.logging = NewLogging()
 			}
 			c := &Command[string]{
 				Name:    "test",

@@ -24,45 +24,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func TestLoggingFlags(t *testing.T) {
-	tests := map[string]struct {
-		args    []string
-		wantErr string
-	}{
-		"defaults":              {},
-		"json":                  {args: []string{"--logging-format=json", "-v=3"}},
-		"unknown format":        {args: []string{"--logging-format=xml"}, wantErr: `logging: format: Invalid value: "xml": Unsupported log format`},
-		"upstream's klog flags": {args: []string{"--logtostderr=false", "--stderrthreshold=WARNING"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			l := NewLogging(4, "INFO")
-			fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-			l.AddFlags(fs)
-			if err := fs.Parse(tc.args); err != nil {
-				t.Fatal(err)
-			}
-			var msgs []string
-			for _, err := range l.Validate() {
-				msgs = append(msgs, err.Error())
-			}
-			got := strings.Join(msgs, "; ")
-			if (tc.wantErr == "") != (got == "") || !strings.Contains(got, tc.wantErr) {
-				t.Errorf("Validate() = %q, want %q", got, tc.wantErr)
-			}
-		})
-	}
-	fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-	NewLogging(4, "INFO").AddFlags(fs)
-	if f := fs.Lookup("v"); f == nil || f.DefValue != "4" {
-		t.Errorf("-v = %+v, want default 4", f)
-	}
-	// klog shows a severity by its number: INFO is 0.
-	if f := fs.Lookup("stderrthreshold"); f == nil || f.DefValue != "0" {
-		t.Errorf("--stderrthreshold = %+v, want default INFO (0)", f)
-	}
-}
-
 func TestSectionsUsage(t *testing.T) {
 	s := &Sections{}
 	s.FlagSet("first").String("a", "", "flag a")
@@ -78,23 +39,5 @@ func TestSectionsUsage(t *testing.T) {
 	s.AddTo(fs)
 	if fs.Lookup("a") == nil || fs.Lookup("b") == nil {
 		t.Error("AddTo did not add every section's flags")
-	}
-}
-
-// TestStderrThresholdDefaultPerComponent: klog's flags are global, but each
-// registration gets its own component's default, as the flag docs generator
-// (all three components in one process) needs.
-func TestStderrThresholdDefaultPerComponent(t *testing.T) {
-	for _, tc := range []struct {
-		threshold, want string
-	}{{"INFO", "0"}, {"", klogStderrThreshold}, {"INFO", "0"}} {
-		fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-		NewLogging(0, tc.threshold).AddFlags(fs)
-		if f := fs.Lookup("stderrthreshold"); f == nil || f.DefValue != tc.want {
-			t.Errorf("threshold %q: --stderrthreshold default %+v, want %s", tc.threshold, f, tc.want)
-		}
-	}
-	if klogStderrThreshold != "2" {
-		t.Errorf("klog's own default = %q, want 2 (ERROR)", klogStderrThreshold)
 	}
 }

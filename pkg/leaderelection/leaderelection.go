@@ -376,7 +376,7 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) outcome {
 	switch {
 	case errors.Is(err, leases.ErrHeld):
 		holder, _ := e.obs.Holder(e.o.ResourceNamespace, e.o.ResourceName)
-		logger.V(4).Info("The leader lease is held by another candidate", "lease", e.leaseRef(), "holder", holder)
+		logger.V(5).Info("The leader lease is held by another candidate", "lease", e.leaseRef(), "holder", holder)
 		return heldByOther
 	case err != nil:
 		logger.V(2).Info("Could not acquire or renew the leader lease", "lease", e.leaseRef(), "err", err)

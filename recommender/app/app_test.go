@@ -42,6 +42,13 @@ func TestStartupFailures(t *testing.T) {
 	})
 }
 
+// TestKlogFileFlags: upstream's klog flags, --log-file among them, are taken
+// and write the recommender's log to the file.
+func TestKlogFileFlags(t *testing.T) {
+	config := componenttest.Kubeconfig(t, t.TempDir())
+	componenttest.CheckLogFile(t, Name, "listening on :-1", "--kubeconfig="+config, "--address=:-1")
+}
+
 // TestVersion: --version prints the binary's name and version and exits 0.
 func TestVersion(t *testing.T) {
 	componenttest.CheckVersion(t, Name)

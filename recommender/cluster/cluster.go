@@ -180,7 +180,7 @@ func (s *State) SyncVPAs(ctx context.Context, list []*vpacache.VPA, resolve Reso
 			} else {
 				v.Unsupported = fmt.Sprintf("Cannot read targetRef. Reason: %s", err)
 			}
-			logger.V(4).Info("VPA has an unsupported targetRef", "vpa", klog.KObj(obj), "reason", v.Unsupported)
+			logger.V(5).Info("VPA has an unsupported targetRef", "vpa", klog.KObj(obj), "reason", v.Unsupported)
 		} else {
 			v.Target, v.Unsupported = tgt, ""
 		}

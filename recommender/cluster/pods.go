@@ -108,7 +108,7 @@ func recordOverlap(ctx context.Context, vpas map[types.NamespacedName]*VPA, pod 
 			var err error
 			top, err = topmost(ctx, *pod.Controller)
 			if err != nil {
-				klog.FromContext(ctx).V(4).Info("Cannot find the pod's topmost controller", "pod", klog.KObj(pod), "err", err)
+				klog.FromContext(ctx).V(5).Info("Cannot find the pod's topmost controller", "pod", klog.KObj(pod), "err", err)
 				top = nil
 			}
 			tops[*pod.Controller] = top

@@ -68,11 +68,15 @@ func (d *dense) fix() {
 
 func (d *dense) sub(v, weight float64) {
 	b := specBucket(d.opts, v)
-	if weight > d.w[b]-d.opts.Epsilon() {
-		weight = d.w[b]
-	}
+	eps := d.opts.Epsilon()
 	d.total -= weight
+	if d.total < eps {
+		d.total = 0
+	}
 	d.w[b] -= weight
+	if d.w[b] < eps {
+		d.w[b] = 0
+	}
 	d.fix()
 }
 

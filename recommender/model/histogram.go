@@ -148,21 +148,26 @@ func (h *Histogram) addOutside(b int, weight float64) {
 	}
 }
 
-// SubtractSample removes weight from the bucket of value. When less than
-// epsilon would remain, the bucket is cleared and only its weight is taken
-// from the total. A negative, NaN or infinite weight is ignored.
+// SubtractSample takes weight from the bucket of value and from the total,
+// as upstream does: each of them becomes 0 when less than epsilon would
+// remain. The total drops by weight even when the bucket held less (it then
+// stays above the sum of the buckets). A negative, NaN or infinite weight is
+// ignored.
 func (h *Histogram) SubtractSample(value, weight float64) {
 	if !(weight >= 0) || math.IsInf(weight, 1) {
 		return
 	}
-	b := h.opts.FindBucket(value)
-	cur := h.weight(b)
-	if weight > cur-h.opts.epsilon {
-		weight = cur
+	eps := h.opts.epsilon
+	if h.total -= weight; h.total < eps {
+		h.total = 0
 	}
-	h.total -= weight
-	if cur != 0 {
-		*h.slot(b) = cur - weight
+	b := h.opts.FindBucket(value)
+	if cur := h.weight(b); cur != 0 {
+		rest := cur - weight
+		if rest < eps {
+			rest = 0
+		}
+		*h.slot(b) = rest
 	}
 	h.updateMinMax()
 	h.trim()

@@ -217,7 +217,7 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 		}
 		t, err := u.d.Resolver.Resolve(ctx, vpa)
 		if err != nil {
-			logger.V(3).Info("Skipping VPA whose target cannot be resolved", "vpa", klog.KObj(vpa), "err", err)
+			logger.V(5).Info("Skipping VPA whose target cannot be resolved", "vpa", klog.KObj(vpa), "err", err)
 			continue
 		}
 		targets = append(targets, t)
@@ -306,7 +306,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		KeepBoosted: boosting,
 	}, pods)
 	for key, why := range restr.Skipped {
-		logger.V(4).Info("Replica group left alone", "group", key, "reason", why)
+		logger.V(5).Info("Replica group left alone", "group", key, "reason", why)
 	}
 	if boosting {
 		pods = u.unboost(ctx, vpa, size, restr, lr, pods)
@@ -327,7 +327,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	for _, p := range all {
 		switch {
 		case p.Outcome == update.EvictionRequirementsNotMet:
-			logger.V(3).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(p.Pod))
+			logger.V(5).Info("Pod left alone by evictionRequirements", "pod", klog.KObj(p.Pod))
 		case p.Plan != nil && p.Plan.Conflict != nil:
 			u.limitRangeConflict(logger, vpa, p.Pod, *p.Plan)
 		}
@@ -521,11 +521,11 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 		}
 		expired, remaining := boost.Expired(pod, vpa, now)
 		if len(expired) == 0 {
-			logger.V(4).Info("Pod still boosted", "pod", klog.KObj(pod), "remaining", remaining)
+			logger.V(5).Info("Pod still boosted", "pod", klog.KObj(pod), "remaining", remaining)
 			continue
 		}
 		if !restr.CanUnboost(pod) {
-			logger.V(4).Info("Boosted pod cannot be unboosted yet", "pod", klog.KObj(pod))
+			logger.V(5).Info("Boosted pod cannot be unboosted yet", "pod", klog.KObj(pod))
 			continue
 		}
 		// Counted now, so that the next pod's CanUnboost sees it.
@@ -641,12 +641,14 @@ func sameAsSpec(pod *corev1.Pod, requests map[string]corev1.ResourceList) bool {
 
 // limitRangeConflict reports a pod whose plan gave way to the LimitRanges: a
 // log line and an event on the VPA (the recorder's correlator folds repeats).
+// The line repeats every loop while the conflict lasts: V(5), above the
+// default verbosity.
 func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod, plan recommendation.Plan) {
 	msg := "not updated: the namespace's LimitRanges would refuse the pod with the recommendation"
 	if plan.PolicyOverridden {
 		msg = "requests capped to the namespace's LimitRanges past the VPA's resource policy, which they do not admit"
 	}
-	logger.V(2).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
+	logger.V(5).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
 	u.d.Metrics.LimitRangeConflicts.WithLabelValues(plan.ConflictReason()).Inc()
 	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s %s (%s)", pod.Name, msg, plan.Why())
 }

@@ -114,7 +114,7 @@ func NewOptions() *Options {
 		StatusLeaseUpdateInterval: status.DefaultInterval,
 		Kube:                      kubeclient.NewOptions("vpa-admission-controller"),
 		Gates:                     features.NewGate(),
-		Logging:                   component.NewLogging(0, ""),
+		Logging:                   component.NewLogging(),
 		Namespace:                 ns,
 	}
 }

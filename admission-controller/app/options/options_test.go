@@ -61,7 +61,8 @@ func TestDefaults(t *testing.T) {
 		"ignored-vpa-object-namespaces": "",
 		"feature-gates":                 "",
 		"kubeconfig":                    "",
-		"v":                             "0",
+		"v":                             "4",
+		"stderrthreshold":               "0",
 	}
 	for name, def := range want {
 		f := fs.Lookup(name)

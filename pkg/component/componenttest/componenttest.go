@@ -27,6 +27,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -159,4 +160,68 @@ func CheckFailures(t *testing.T, name string, failures map[string]Failure) {
 			}
 		})
 	}
+}
+
+// CheckLogFile runs the command with args and upstream VPA's klog flags,
+// the file ones among them, writing to a log file: the command must exit
+// where args make it fail (status 1, wantErr in the last line of stderr,
+// "<name>: <error>"), not on a flag, and the log file must hold the
+// "Starting" line Execute logs once the options are valid, with -v=4's
+// lines, if any, and klog's header.
+func CheckLogFile(t *testing.T, name, wantErr string, args ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "component.log")
+	args = append([]string{
+		"--logtostderr=false", "--log-file=" + file, "--log-file-max-size=10", "--stderrthreshold=FATAL",
+		"--add-dir-header", "--skip-log-headers", "--one-output", "--log-backtrace-at=nowhere.go:1",
+		"--legacy-stderr-threshold-behavior=true", "--alsologtostderr=false",
+	}, args...)
+	stderr, status := Run(t, args...)
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; status != 1 || !strings.HasPrefix(last, name+": ") || !strings.Contains(last, wantErr) {
+		t.Fatalf("exit status %d, last line %q; want 1 and %q with %q; stderr:\n%s", status, last, name+": ...", wantErr, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("no log file: %v", err)
+	}
+	if l := string(b); !strings.Contains(l, `] "Starting" logger="`+name+`"`) || !strings.HasPrefix(l, "I") {
+		t.Errorf("the log file lacks the Starting line with its klog header:\n%s", l)
+	}
+	if strings.Contains(stderr, `"Starting"`) {
+		t.Errorf("with --logtostderr=false and --stderrthreshold=FATAL, stderr has the Starting line:\n%s", stderr)
+	}
+}
+
+// unreachableKubeconfig is a client configuration for an API server that is
+// never reached.
+const unreachableKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: https://127.0.0.1:1
+contexts:
+- name: c
+  context:
+    cluster: c
+    user: u
+users:
+- name: u
+  user:
+    token: t
+current-context: c
+`
+
+// Kubeconfig writes a kubeconfig file for an API server that is never
+// reached, so that a command gets past its options, into dir, and returns
+// its path.
+func Kubeconfig(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(path, []byte(unreachableKubeconfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

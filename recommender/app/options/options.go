@@ -108,8 +108,7 @@ type Options struct {
 // NewOptions returns upstream's defaults.
 func NewOptions() *Options {
 	return &Options{
-		// Upstream's recommender defaults to -v=4 and --stderrthreshold=INFO.
-		Logging:                  component.NewLogging(4, "INFO"),
+		Logging:                  component.NewLogging(),
 		Kube:                     kubeclient.NewOptions("vpa-recommender"),
 		LeaderElection:           leaderelection.NewOptions(LeaseName),
 		Features:                 features.NewGate(),
@@ -121,6 +120,7 @@ func NewOptions() *Options {
 		MinCheckpoints:           10,
 		UpdateWorkerCount:        10,
 		Address:                  ":8942",
+		Storage:                  StorageCheckpoint,
 		ShardBy:                  ShardByVPA,
 		Estimator:                estimator.PercentileName,
 		Estimators:               estimator.DefaultOptions(),
@@ -145,7 +145,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.IntVar(&o.UpdateWorkerCount, "update-worker-count", o.UpdateWorkerCount, "Number of concurrent workers to update VPA recommendations and checkpoints. When increasing this setting, make sure the client-side rate limits (kube-api-qps and kube-api-burst) are either increased or turned off as well.")
 	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics and health endpoints.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
-	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint" (default)`)
+	fs.StringVar(&o.Storage, "storage", o.Storage, `Specifies storage mode. Supported values: "prometheus", "checkpoint"`)
 	fs.BoolVar(&o.MemorySaver, "memory-saver", o.MemorySaver, "If true, only track pods which have an associated VPA")
 	fs.BoolVar(&o.RecommendationMetrics, "recommendation-metrics", o.RecommendationMetrics, "Export each VPA's recommendation as gauges vpa_recommender_recommendation_<bound>_<cpu_cores|memory_bytes>{namespace,verticalpodautoscaler,container}: 8 series per container of every VPA with a recommendation (target, lower and upper bound, uncapped target, for CPU and memory); deleted with the VPA")
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")

@@ -32,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	want := map[string]string{
 		"recommender-name": "default", "recommender-interval": "1m0s", "checkpoints-gc-interval": "10m0s",
 		"checkpoints-timeout": "1m0s", "checkpoints-write-interval": "10m0s", "min-checkpoints": "10",
-		"update-worker-count": "10", "address": ":8942", "storage": "", "memory-saver": "false",
+		"update-worker-count": "10", "address": ":8942", "storage": "checkpoint", "memory-saver": "false",
 		"recommendation-margin-fraction": "0.15", "pod-recommendation-min-cpu-millicores": "25",
 		"pod-recommendation-min-memory-mb": "250", "target-cpu-percentile": "0.9",
 		"recommendation-lower-bound-cpu-percentile": "0.5", "recommendation-upper-bound-cpu-percentile": "0.95",

@@ -68,7 +68,7 @@ func NewOptions() *Options {
 		Kube:                            kubeclient.NewOptions("vpa-updater"),
 		LeaderElection:                  leaderelection.NewOptions("vpa-updater"),
 		Features:                        features.NewGate(),
-		Logging:                         component.NewLogging(0, ""),
+		Logging:                         component.NewLogging(),
 		UpdaterInterval:                 time.Minute,
 		MinReplicas:                     2,
 		EvictionTolerance:               0.5,
