@@ -38,6 +38,7 @@ func selectTargets(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *
 		bounds:   allBounds,
 		recs:     make([]*vpav1.RecommendedContainerResources, n),
 		inserted: make([]bool, n),
+		fit:      opts.fit,
 	}
 	if opts.targetOnly {
 		w.bounds = targetBound
