@@ -133,10 +133,21 @@ func (c *Cache) HasSynced() bool { return c.nodes.HasSynced() && c.daemons.HasSy
 // is empty when no node allows the pod. The result is shared: it must not
 // be modified.
 func (c *Cache) Rooms(cons Constraints, exclude string) (rooms []Room, ok bool) {
+	return c.rooms(cons.Key(), &cons, exclude)
+}
+
+// RoomsByKey is Rooms for the constraints a Key was made from; they are
+// parsed only when their rooms are not known. A key that does not parse
+// allows every node.
+func (c *Cache) RoomsByKey(key, exclude string) (rooms []Room, ok bool) {
+	return c.rooms(key, nil, exclude)
+}
+
+func (c *Cache) rooms(key string, cons *Constraints, exclude string) ([]Room, bool) {
 	if c == nil || !c.HasSynced() {
 		return nil, false
 	}
-	key := memoKey{constraints: cons.Key(), exclude: exclude}
+	mk := memoKey{constraints: key, exclude: exclude}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if gen := c.gen.Load(); gen != c.memoGen || c.memo == nil || len(c.memo) >= maxMemo {
@@ -144,11 +155,15 @@ func (c *Cache) Rooms(cons Constraints, exclude string) (rooms []Room, ok bool) 
 		c.memo = map[memoKey][]Room{}
 		c.daemonUse = daemonUseOf(c.daemons.GetIndexer().List())
 	}
-	if r, found := c.memo[key]; found {
+	if r, found := c.memo[mk]; found {
 		return r, true
 	}
-	rooms = roomsOf(c.nodes.GetIndexer().List(), c.daemonUse, cons, exclude)
-	c.memo[key] = rooms
+	if cons == nil {
+		parsed, _ := ParseKey(key)
+		cons = &parsed
+	}
+	rooms := roomsOf(c.nodes.GetIndexer().List(), c.daemonUse, *cons, exclude)
+	c.memo[mk] = rooms
 	return rooms, true
 }
 

@@ -215,12 +215,19 @@ func (c *Cache) HasSynced() bool { return c.informer.HasSynced() }
 // Room returns what the quotas of a namespace leave, nil when none applies
 // or the cache has not synced (or c is nil).
 func (c *Cache) Room(namespace string) *Room {
+	r, _ := c.Lookup(namespace)
+	return r
+}
+
+// Lookup is Room, and whether the cache has synced: before it has, no quota
+// is known and ok is false.
+func (c *Cache) Lookup(namespace string) (room *Room, ok bool) {
 	if c == nil || !c.informer.HasSynced() {
-		return nil
+		return nil, false
 	}
 	objs, err := c.informer.GetIndexer().ByIndex(cache.NamespaceIndex, namespace)
 	if err != nil || len(objs) == 0 {
-		return nil
+		return nil, true
 	}
 	quotas := make([]*corev1.ResourceQuota, 0, len(objs))
 	for _, o := range objs {
@@ -228,7 +235,7 @@ func (c *Cache) Room(namespace string) *Room {
 			quotas = append(quotas, q)
 		}
 	}
-	return RoomOf(quotas)
+	return RoomOf(quotas), true
 }
 
 // tracked are the quota resource names Room reads.
