@@ -28,23 +28,6 @@ import (
 	"github.com/openvpa/openvpa/pkg/quota"
 )
 
-// Fit is what a plan must fit besides the namespace's LimitRanges. The zero
-// Fit checks nothing: the plan is upstream's.
-type Fit struct {
-	// Nodes are the nodes the pod may be scheduled on, with their room
-	// (nodefit.Cache.Rooms); nil checks no node. Empty (no node allows the
-	// pod) caps nothing.
-	Nodes []nodefit.Room
-	// Quota is what the namespace's ResourceQuotas leave (quota.Cache.Room);
-	// nil checks no quota.
-	Quota *quota.Room
-	// Surge is how many more pods of the workload a rollout may create while
-	// this one is being created (a Deployment's maxSurge). The increase a
-	// pod is given leaves the quota room for that many pods, at least one,
-	// with the pod's own requests.
-	Surge int32
-}
-
 // NoteQuota is the start of the note on a request whose increase was
 // capped to the quota: "cpu increase capped to ResourceQuota <names>".
 const NoteQuota = "increase capped to ResourceQuota"
