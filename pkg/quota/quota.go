@@ -200,12 +200,6 @@ func NewCache(core rest.Interface, namespace string) *Cache {
 	return &Cache{set: set, informer: inf}
 }
 
-// NewCacheFromInformer builds the cache over an informer of quotas trimmed
-// by Trim; Start does nothing for it.
-func NewCacheFromInformer(inf informers.Informer) *Cache {
-	return &Cache{set: &informers.Set{}, informer: inf}
-}
-
 // Start runs the informer until ctx ends.
 func (c *Cache) Start(ctx context.Context) { c.set.Start(ctx) }
 
