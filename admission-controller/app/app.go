@@ -159,6 +159,9 @@ func Run(ctx context.Context, c options.Config) error {
 	if err != nil {
 		return err
 	}
+	if o.YieldToHPA {
+		handler.WithHPAYield(hpas.InNamespace)
+	}
 	var nodes *nodefit.Cache
 	if o.NodeFit {
 		if nodes, err = nodefit.NewCache(clients.Core); err != nil {

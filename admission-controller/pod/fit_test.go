@@ -23,6 +23,8 @@ import (
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,5 +183,32 @@ func TestAdmitQuotaFit(t *testing.T) {
 				t.Errorf("warnings %q", res.Warnings)
 			}
 		})
+	}
+}
+
+// TestAdmitYieldsToHPA: with an HPA on the utilization of cpu, a new pod
+// keeps its own cpu request and gets the recommended memory.
+func TestAdmitYieldsToHPA(t *testing.T) {
+	vpa := testVPA(rec("app", rl("2", "1Gi")), func(v *vpav1.VerticalPodAutoscaler) {
+		v.Spec.TargetRef = &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	})
+	cpuHPA := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType}}}},
+		},
+	}
+	h := NewHandler(fakeFinder{vpa: vpa}, fakeLimits{}).WithHPAYield(func(string) []*autoscalingv2.HorizontalPodAutoscaler {
+		return []*autoscalingv2.HorizontalPodAutoscaler{cpuHPA}
+	})
+	pod := testPod(nil, ctr("app", rl("100m", "100Mi"), nil))
+	res, err := h.Admit(context.Background(), decodedFrom(pod), "ns", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := patched(t, pod, res.Patch); !got.Cpu().Equal(resource.MustParse("100m")) || !got.Memory().Equal(resource.MustParse("1Gi")) {
+		t.Errorf("requests %v, want the pod's own cpu and the recommended memory", got)
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,6 +36,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
@@ -91,6 +93,10 @@ type Handler struct {
 	// for surge(vpa) more pods.
 	quotas QuotaRooms
 	surge  func(*vpav1.VerticalPodAutoscaler) int32
+	// hpas, when set, returns a namespace's HPAs: a resource one scales
+	// the pod's workload on by its utilization is left to it
+	// (--yield-to-hpa).
+	hpas func(namespace string) []*autoscalingv2.HorizontalPodAutoscaler
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -154,7 +160,16 @@ func (h *Handler) WithQuotaFit(q QuotaRooms, surge func(*vpav1.VerticalPodAutosc
 	return h
 }
 
-// fit is what the pod's plan must fit: the nodes it may use, the quota.
+// WithHPAYield makes h leave to an HPA a resource it scales the pod's
+// workload on by its utilization (hpa.Yields over hpas' answer), and
+// returns it.
+func (h *Handler) WithHPAYield(hpas func(namespace string) []*autoscalingv2.HorizontalPodAutoscaler) *Handler {
+	h.hpas = hpas
+	return h
+}
+
+// fit is what the pod's plan must fit: the nodes it may use, the quota,
+// the resources left to an HPA.
 func (h *Handler) fit(p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) recommendation.Fit {
 	var f recommendation.Fit
 	if h.nodes != nil {
@@ -165,6 +180,15 @@ func (h *Handler) fit(p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) recommend
 	if h.quotas != nil {
 		if f.Quota = h.quotas.Room(p.Namespace); f.Quota != nil && h.surge != nil {
 			f.Surge = h.surge(vpa)
+		}
+	}
+	if h.hpas != nil {
+		if hpas := h.hpas(p.Namespace); len(hpas) > 0 {
+			names := make([]string, len(p.Spec.Containers))
+			for i := range p.Spec.Containers {
+				names[i] = p.Spec.Containers[i].Name
+			}
+			f.Yield = hpa.Yields(vpa, hpas, names)
 		}
 	}
 	return f

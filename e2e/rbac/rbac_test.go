@@ -110,6 +110,9 @@ func TestComponentPermissions(t *testing.T) {
 			{"watch", "nodes", "", true},
 			{"watch", "resourcequotas", ns, true},
 			{"update", "resourcequotas", ns, false},
+			// --yield-to-hpa
+			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
+			{"update", "horizontalpodautoscalers.autoscaling", ns, false},
 			// must not
 			{"delete", "pods", ns, false},
 			{"patch", "verticalpodautoscalers.autoscaling.k8s.io#status", ns, false},

@@ -21,6 +21,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
 )
@@ -40,6 +41,10 @@ type Fit struct {
 	// pod is given leaves the quota room for that many pods, at least one,
 	// with the pod's own requests.
 	Surge int32
+	// Yield are the resources left to an HPA that scales the workload on
+	// their utilization (hpa.Yields): the plan does not set them, as if the
+	// policy did not control them.
+	Yield []hpa.Conflict
 }
 
 // Outside returns why pod with resources applied would not fit fit, or ""

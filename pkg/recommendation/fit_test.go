@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
@@ -349,5 +350,37 @@ func TestFitPlansGenerated(t *testing.T) {
 	t.Logf("%d cases: %d capped to a node, %d to the quota, %d as upstream", cases, nodeCapped, quotaCapped, same)
 	if nodeCapped == 0 || quotaCapped == 0 || same < cases/10 {
 		t.Error("the generator does not cover every outcome enough")
+	}
+}
+
+// TestYieldToHPA: a resource left to an HPA is not set, for every container
+// (a Resource metric) or for its own (a ContainerResource metric); the
+// others are; without yields the plan is upstream's.
+func TestYieldToHPA(t *testing.T) {
+	p := pod(container("app", rl("100m", "100Mi"), rl("200m", "200Mi")), container("log", rl("100m", "100Mi"), nil))
+	v := vpaWith(nil, recs(target("app", rl("1", "1Gi")), target("log", rl("500m", "500Mi"))))
+	for name, tc := range map[string]struct {
+		yield []hpa.Conflict
+		want  []corev1.ResourceList
+	}{
+		"none":                    {want: []corev1.ResourceList{rl("1", "1Gi"), rl("500m", "500Mi")}},
+		"cpu of the pod":          {yield: []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceCPU}}, want: []corev1.ResourceList{rl("", "1Gi"), rl("", "500Mi")}},
+		"memory of one container": {yield: []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceMemory, Container: "log"}}, want: []corev1.ResourceList{rl("1", "1Gi"), rl("500m", "")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			plan := PlanForPodFit(p, v, limitrange.Merged{}, Fit{Yield: tc.yield})
+			for i, want := range tc.want {
+				if !equalLists(plan.Containers[i].Requests, want) {
+					t.Errorf("container %d requests %v, want %v", i, plan.Containers[i].Requests, want)
+				}
+			}
+			if _, ok := plan.Containers[0].Limits[corev1.ResourceCPU]; ok == (len(tc.yield) > 0 && tc.yield[0].Resource == corev1.ResourceCPU) {
+				t.Errorf("app's limits %v: a yielded resource's limit is set, or another's is not", plan.Containers[0].Limits)
+			}
+			capped := CapFit(p, v.Status.Recommendation, nil, limitrange.Merged{}, Fit{Yield: tc.yield})
+			if got := capped.Recommendation.ContainerRecommendations[0].UpperBound; !equalLists(got, tc.want[0]) {
+				t.Errorf("capped upper bound %v, want %v", got, tc.want[0])
+			}
+		})
 	}
 }

@@ -108,14 +108,15 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 }
 
 // CapFit is Cap with the node fit stage: the capped fields fit the largest
-// node fit.Nodes holds. (The quota is not read: it caps what a pod is
-// given, in PlanForPodFit, not the recommendation.)
+// node fit.Nodes holds, without the resources fit.Yield leaves to an HPA.
+// (The quota is not read: it caps what a pod is given, in PlanForPodFit,
+// not the recommendation.)
 func CapFit(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr limitrange.Merged, fit Fit) Capped {
 	out := Capped{Notes: map[string][]string{}}
 	if pod == nil || rec == nil {
 		return out
 	}
-	w := capStages(pod, rec, policy, lr, capOptions{fit: Fit{Nodes: fit.Nodes}})
+	w := capStages(pod, rec, policy, lr, capOptions{fit: Fit{Nodes: fit.Nodes, Yield: fit.Yield}})
 	out.Node = w.nodeCap
 	for i := range pod.Spec.Containers {
 		if w.recs[i] == nil || w.inserted[i] {

@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/recommendation"
@@ -113,5 +114,21 @@ func TestPlanNodeFit(t *testing.T) {
 	}
 	if got := candidates[0].Requests["app"][corev1.ResourceCPU]; got.String() != "300m" {
 		t.Errorf("cpu request %s, want the node's 300m", got.String())
+	}
+}
+
+// TestPlanYieldsToHPA: a pod whose cpu is far from the target but whose
+// memory is within the bounds is left alone when cpu is left to an HPA.
+func TestPlanYieldsToHPA(t *testing.T) {
+	v := withRecommendation(vpav1.UpdateModeRecreate)
+	p := pod("cpu-off", "100m", "500Mi", time.Hour)
+	yield := func(*corev1.Pod) recommendation.Fit {
+		return recommendation.Fit{Yield: []hpa.Conflict{{HPA: "web", Resource: corev1.ResourceCPU}}}
+	}
+	if all, _ := Plan(v, []*corev1.Pod{p}, PlanOptions{Thresholds: DefaultThresholds(), Now: planNow}); all[0].Outcome != Candidate {
+		t.Fatalf("without the yield: %s, want Candidate", all[0].Outcome)
+	}
+	if all, _ := Plan(v, []*corev1.Pod{p}, PlanOptions{Thresholds: DefaultThresholds(), Now: planNow, Fit: yield}); all[0].Outcome != NotCandidate {
+		t.Errorf("cpu left to an HPA: %s (%s), want NotCandidate", all[0].Outcome, all[0].Decision.Reason)
 	}
 }

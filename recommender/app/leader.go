@@ -101,6 +101,7 @@ func (l *leader) run(ctx context.Context, shardSource loop.ShardSource) error {
 		Controllers:     resolver,
 		HPAs:            inf.HPAs.Lookup,
 		Surge:           func(vpa *vpav1.VerticalPodAutoscaler) int32 { return target.SurgeOf(inf.Targets, vpa) },
+		YieldToHPA:      o.YieldToHPA,
 	}
 	if inf.Nodes != nil {
 		deps.Nodes = inf.Nodes.RoomsByKey

@@ -21,6 +21,7 @@ import (
 	"strings"
 	"testing"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,5 +196,37 @@ func TestResourceQuotaConflictCondition(t *testing.T) {
 	h.loop()
 	if c := h.condition(h.vpa("ns", "web"), vpav1.ResourceQuotaConflict); c != nil {
 		t.Errorf("ResourceQuotaConflict = %+v without a quota", c)
+	}
+}
+
+// TestHPAYieldCondition: with --yield-to-hpa, an HPA on the utilization of
+// cpu makes HPAConflict say cpu is left to it (reason
+// ResourceYieldedToHPA); one on an average value is only reported.
+func TestHPAYieldCondition(t *testing.T) {
+	h := newHarness(t, nil)
+	h.withDeps(func(d *Deps) { d.YieldToHPA = true })
+	h.addVPA("ns", "web", "web")
+	h.addPod("ns", "web-1", "web", 100, 100*mi, "app")
+	metric := func(r corev1.ResourceName, typ autoscalingv2.MetricTargetType) autoscalingv2.MetricSpec {
+		return autoscalingv2.MetricSpec{Type: autoscalingv2.ResourceMetricSourceType,
+			Resource: &autoscalingv2.ResourceMetricSource{Name: r, Target: autoscalingv2.MetricTarget{Type: typ}}}
+	}
+	h.hpas = map[string][]*autoscalingv2.HorizontalPodAutoscaler{"ns": {{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-hpa"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Metrics: []autoscalingv2.MetricSpec{metric(corev1.ResourceCPU, autoscalingv2.UtilizationMetricType),
+				metric(corev1.ResourceMemory, autoscalingv2.AverageValueMetricType)},
+		},
+	}}}
+	h.loop()
+	c := h.condition(h.vpa("ns", "web"), vpav1.HPAConflict)
+	if c == nil || c.Reason != status.ReasonResourceYieldedToHPA || !strings.HasPrefix(c.Message, "Left to HorizontalPodAutoscaler web-hpa on cpu") ||
+		!strings.Contains(c.Message, "web-hpa on memory scales") {
+		t.Fatalf("HPAConflict = %+v", c)
+	}
+	// The recommendation keeps cpu: only its application is left out.
+	if _, ok := recOf(h.vpa("ns", "web")).Target[corev1.ResourceCPU]; !ok {
+		t.Error("the recommendation lost cpu")
 	}
 }

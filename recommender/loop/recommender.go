@@ -148,6 +148,9 @@ type Deps struct {
 	Nodes  func(key, exclude string) ([]nodefit.Room, bool)
 	Quotas func(namespace string) (*quota.Room, bool)
 	Surge  func(vpa *vpav1.VerticalPodAutoscaler) int32
+	// YieldToHPA leaves a resource an HPA scales on by its utilization to
+	// the HPA (status.Sources.YieldToHPA).
+	YieldToHPA bool
 }
 
 // Recommender is the loop. Its methods must not be called concurrently.
@@ -187,7 +190,7 @@ func New(cfg Config, deps Deps) *Recommender {
 		budget: writes.NewBudget(cfg.StatusWritesPerLoop, cfg.MinCheckpoints, cfg.Workers),
 		bg:     &writes.Background{},
 		sources: status.Sources{Estimator: deps.Estimator, LimitRanges: deps.LimitRanges, HPAs: deps.HPAs, History: deps.History,
-			Nodes: deps.Nodes, Quotas: deps.Quotas, Surge: deps.Surge},
+			Nodes: deps.Nodes, Quotas: deps.Quotas, Surge: deps.Surge, YieldToHPA: deps.YieldToHPA},
 	}
 	r.state = cluster.New(cluster.Config{
 		RecommenderName: cfg.RecommenderName,

@@ -18,6 +18,7 @@ package status
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -67,6 +68,10 @@ type Sources struct {
 	// Surge returns how many pods a rollout of the VPA's target adds at
 	// once (target.SurgeOf); nil for none known.
 	Surge func(vpa *vpav1.VerticalPodAutoscaler) int32
+	// YieldToHPA says a resource an HPA scales the target on by its
+	// utilization is left to the HPA (--yield-to-hpa): HPAConflict then
+	// has reason ResourceYieldedToHPA.
+	YieldToHPA bool
 }
 
 // Compute returns the status a VPA should have now. It changes nothing:
@@ -97,20 +102,25 @@ func (s Sources) Compute(v *cluster.VPA, now time.Time) vpav1.VerticalPodAutosca
 	facts.LimitRangeConflict, facts.LimitRangeConflictMessage = s.limitRangeConflict(v, rec)
 	others, chosen := v.Overlaps()
 	facts.Overlap = target.OverlapMessage(v.Key.Name, others, chosen)
+	var yields []hpa.Conflict
 	if s.HPAs != nil && v.Target != nil {
 		if hpas, ok := s.HPAs(v.Key.Namespace); ok {
 			var containers []string // nil: every container
 			if len(v.Live) > 0 {
 				containers = v.Live
 			}
-			facts.HPAConflict = hpa.Message(v.Obj.VerticalPodAutoscaler, hpa.Conflicts(v.Obj.VerticalPodAutoscaler, hpas, containers))
+			vpa := v.Obj.VerticalPodAutoscaler
+			if s.YieldToHPA {
+				yields = hpa.Yields(vpa, hpas, containers)
+			}
+			facts.HPAConflictReason, facts.HPAConflict = hpaConflict(vpa, hpa.Conflicts(vpa, hpas, containers), yields)
 		} else if c := trueCondition(v.Obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
-			facts.HPAConflict = c.Message // not known yet: keep it
+			facts.HPAConflictReason, facts.HPAConflict = c.Reason, c.Message // not known yet: keep it
 		}
 	}
 	if s.Quotas != nil {
 		if room, ok := s.Quotas(v.Key.Namespace); ok {
-			facts.QuotaConflict, facts.QuotaConflictMessage = s.quotaConflict(v, rec, room)
+			facts.QuotaConflict, facts.QuotaConflictMessage = s.quotaConflict(v, rec, room, yields)
 		} else if c := trueCondition(old, vpav1.ResourceQuotaConflict); c != nil {
 			facts.QuotaConflict, facts.QuotaConflictMessage = c.Reason, c.Message // not known yet: keep it
 		}
@@ -253,7 +263,7 @@ func CappedToNodeMessage(nc *recommendation.NodeCap, uncapped *vpav1.Recommended
 // reason and message, or "" when the quota admits the plan as it is. The
 // message names the quotas and resources, not amounts, so that it does not
 // change (and cause a write) whenever the namespace's usage moves.
-func (s Sources) quotaConflict(v *cluster.VPA, rec *vpav1.RecommendedPodResources, room *quota.Room) (string, string) {
+func (s Sources) quotaConflict(v *cluster.VPA, rec *vpav1.RecommendedPodResources, room *quota.Room, yields []hpa.Conflict) (string, string) {
 	if room == nil || v.Sample == nil || !HasRecommendation(rec) {
 		return "", ""
 	}
@@ -267,7 +277,7 @@ func (s Sources) quotaConflict(v *cluster.VPA, rec *vpav1.RecommendedPodResource
 	if s.Surge != nil {
 		surge = s.Surge(&vpa)
 	}
-	plan := recommendation.PlanForPodSharedFit(v.Sample.SpecPod(), &vpa, lr, recommendation.Fit{Quota: room, Surge: surge})
+	plan := recommendation.PlanForPodSharedFit(v.Sample.SpecPod(), &vpa, lr, recommendation.Fit{Quota: room, Surge: surge, Yield: yields})
 	if plan.Quota == nil {
 		return "", ""
 	}
@@ -282,4 +292,28 @@ func (s Sources) quotaConflict(v *cluster.VPA, rec *vpav1.RecommendedPodResource
 		return ReasonPodsKeepRequests, fmt.Sprintf("Pods keep their requests: the namespace's ResourceQuota %s leaves too little room for the increase of %s, and the LimitRanges refuse what it would allow", plan.Quota.Quotas, names)
 	}
 	return ReasonQuotaCapsIncrease, fmt.Sprintf("Pods get the increase of %s capped: the namespace's ResourceQuota %s leaves too little room for the recommendation (room is kept for %d more pod(s) with their own requests)", names, plan.Quota.Quotas, max(surge, 1))
+}
+
+// hpaConflict returns the HPAConflict condition's reason and message for
+// the conflicts and, among them, the yields: ResourceYieldedToHPA when the
+// VPA leaves some resource to an HPA (the other conflicts follow in the
+// message), HPAOnSameResource otherwise; "" when there are none.
+func hpaConflict(vpa *vpav1.VerticalPodAutoscaler, conflicts, yields []hpa.Conflict) (string, string) {
+	if len(yields) == 0 {
+		if len(conflicts) == 0 {
+			return "", ""
+		}
+		return ReasonHPAOnSameResource, hpa.Message(vpa, conflicts)
+	}
+	msg := hpa.YieldMessage(vpa, yields)
+	var others []hpa.Conflict
+	for _, c := range conflicts {
+		if !slices.Contains(yields, c) {
+			others = append(others, c)
+		}
+	}
+	if len(others) > 0 {
+		msg += "; " + hpa.Message(vpa, others)
+	}
+	return ReasonResourceYieldedToHPA, msg
 }

@@ -54,6 +54,10 @@ const (
 	// ReasonHPAOnSameResource: an HPA scales the target on a resource this
 	// VPA sets.
 	ReasonHPAOnSameResource = "HPAOnSameResource"
+	// ReasonResourceYieldedToHPA: an HPA scales the target on the
+	// utilization of a resource this VPA would set, and the VPA leaves it to
+	// the HPA.
+	ReasonResourceYieldedToHPA = "ResourceYieldedToHPA"
 	// ReasonLargestEligibleNode: the target is capped to what the largest
 	// node the pods may be scheduled on holds.
 	ReasonLargestEligibleNode = "LargestEligibleNode"
@@ -85,8 +89,9 @@ type Facts struct {
 	// matches the VPA's pods.
 	Overlap string
 	// HPAConflict is the HPAConflict message; empty when no HPA scales the
-	// target on a resource the VPA sets.
-	HPAConflict string
+	// target on a resource the VPA sets. HPAConflictReason is its reason
+	// (ReasonHPAOnSameResource when empty).
+	HPAConflict, HPAConflictReason string
 	// CappedToNode is the RecommendationCappedToNode message; empty when
 	// the target fits a node the pods may use as it is.
 	CappedToNode string
@@ -189,7 +194,11 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 		cs.remove(vpav1.OverlappingVPA)
 	}
 	if f.HPAConflict != "" {
-		cs.set(vpav1.HPAConflict, true, ReasonHPAOnSameResource, f.HPAConflict)
+		reason := f.HPAConflictReason
+		if reason == "" {
+			reason = ReasonHPAOnSameResource
+		}
+		cs.set(vpav1.HPAConflict, true, reason, f.HPAConflict)
 	} else {
 		cs.remove(vpav1.HPAConflict)
 	}

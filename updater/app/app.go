@@ -37,6 +37,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
@@ -108,6 +109,12 @@ func Run(ctx context.Context, c options.Config) error {
 	if o.QuotaFit {
 		quotas = quota.NewCache(clients.Core, ns)
 	}
+	var hpas *hpa.Cache
+	if o.YieldToHPA {
+		if hpas, err = hpa.NewCache(restConfig, ns); err != nil {
+			return err
+		}
+	}
 
 	reg := healthserver.NewRegistry()
 	metrics := loop.NewMetrics(reg)
@@ -146,7 +153,7 @@ func Run(ctx context.Context, c options.Config) error {
 		Recorder:    recorder,
 		Metrics:     metrics,
 		Clock:       clk,
-		Fit:         fitOf(nodes, quotas, workloads.Indexers),
+		Fit:         fitOf(nodes, quotas, hpas, workloads.Indexers),
 	})
 
 	// Only the leader runs the loop (component.Runtime). Liveness holds the
@@ -157,7 +164,7 @@ func Run(ctx context.Context, c options.Config) error {
 			Address: o.Address, Registry: reg, Profiling: o.Profiling,
 			Liveness: []healthserver.Check{{Name: "loop", Func: loopHealth.Check}},
 		},
-		Informers: updaterCaches{set: &caches, nodes: nodes, quotas: quotas},
+		Informers: updaterCaches{set: &caches, nodes: nodes, quotas: quotas, hpas: hpas},
 		Election:  &component.Election{Options: o.LeaderElection, Leases: leaseClient, OnLeading: loopHealth.SetActive},
 		Clock:     clk,
 		Work: func(ctx context.Context) error {
@@ -170,9 +177,10 @@ func Run(ctx context.Context, c options.Config) error {
 
 // fitOf returns what a VPA's pod must fit: the nodes it may use (nodes, nil
 // for none), what the namespace's quotas leave (quotas, nil for none) with
-// room for its target's surge.
-func fitOf(nodes *nodefit.Cache, quotas *quota.Cache, workloads target.Workloads) func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit {
-	if nodes == nil && quotas == nil {
+// room for its target's surge, the resources left to an HPA (hpas, nil for
+// none).
+func fitOf(nodes *nodefit.Cache, quotas *quota.Cache, hpas *hpa.Cache, workloads target.Workloads) func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit {
+	if nodes == nil && quotas == nil && hpas == nil {
 		return nil
 	}
 	return func(vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod) recommendation.Fit {
@@ -187,21 +195,34 @@ func fitOf(nodes *nodefit.Cache, quotas *quota.Cache, workloads target.Workloads
 				f.Surge = target.SurgeOf(workloads, vpa)
 			}
 		}
+		if hpas != nil {
+			if in := hpas.InNamespace(pod.Namespace); len(in) > 0 {
+				names := make([]string, len(pod.Spec.Containers))
+				for i := range pod.Spec.Containers {
+					names[i] = pod.Spec.Containers[i].Name
+				}
+				f.Yield = hpa.Yields(vpa, in, names)
+			}
+		}
 		return f
 	}
 }
 
-// updaterCaches are the updater's informers. The quota cache starts with
-// them and is not waited for (see quota.Cache); the node fit cache (nil
-// without --node-fit) is.
+// updaterCaches are the updater's informers. The quota and HPA caches start
+// with them and are not waited for (see quota.Cache); the node fit cache
+// (nil without --node-fit) is.
 type updaterCaches struct {
 	set    *informers.Set
 	nodes  *nodefit.Cache
 	quotas *quota.Cache
+	hpas   *hpa.Cache
 }
 
 func (c updaterCaches) Start(ctx context.Context) {
 	c.set.Start(ctx)
+	if c.hpas != nil {
+		c.hpas.Start(ctx)
+	}
 	if c.nodes != nil {
 		c.nodes.Start(ctx)
 	}

@@ -87,10 +87,13 @@ type Options struct {
 	NodeFit bool
 	// QuotaFit checks recommendations against the namespaces'
 	// ResourceQuotas (the ResourceQuotaConflict condition).
-	QuotaFit  bool
-	Shards    int
-	ShardBy   string
-	Estimator string
+	QuotaFit bool
+	// YieldToHPA reports resources an HPA scales on by utilization as left
+	// to it (HPAConflict reason ResourceYieldedToHPA).
+	YieldToHPA bool
+	Shards     int
+	ShardBy    string
+	Estimator  string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
 	// percentiles, the peak estimator's margins, ...).
@@ -133,6 +136,7 @@ func NewOptions() *Options {
 		Prometheus:               promhistory.DefaultFlags(),
 		NodeFit:                  true,
 		QuotaFit:                 true,
+		YieldToHPA:               true,
 	}
 }
 
@@ -159,6 +163,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.ShardBy, "shard-by", o.ShardBy, `How --shards divides the VPAs: "vpa" hashes each VPA's namespace/name, so every shard has VPAs of every namespace and each replica caches every pod, controller and VPA; "namespace" hashes the namespace, so all VPAs of a namespace are in one shard and each replica caches only its shards' namespaces (and lists them again when its shards change)`)
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
 	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap each VPA's target and bounds (not its uncappedTarget) so that its pods fit the largest node they may be scheduled on (nodeSelector, required node affinity, tolerations; allocatable less the requests of the DaemonSet pods on it and of the pods' other containers), and set the RecommendationCappedToNode condition. Needs list and watch on nodes and pods; the recommender is ready once both are cached. false gives upstream's numbers")
+	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Report a resource that a HorizontalPodAutoscaler scales the VPA's target on by its utilization as left to the HPA (HPAConflict reason ResourceYieldedToHPA), as the admission controller and the updater, with their --yield-to-hpa, leave it. false reports the conflict as upstream's behaviour has it: both set the resource")
 	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Set the ResourceQuotaConflict condition on a VPA whose pods the namespace's ResourceQuotas would not admit with the whole recommendation. Needs list and watch on resourcequotas; without them nothing is checked")
 
 	fs = s.FlagSet("estimator")
