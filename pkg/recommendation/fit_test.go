@@ -277,11 +277,12 @@ func TestQuotaFitPlan(t *testing.T) {
 }
 
 // TestFitPlansGenerated checks, over generated pods, LimitRanges, policies
-// and recommendations with random nodes and quotas: the zero Fit gives
-// upstream's plan exactly; every plan fits an eligible node (unless none
-// holds even the rest of the pod) and what the quota allows the pod; and
-// wherever the plan without a Fit already fits both, the plan with it is
-// the same.
+// and recommendations with random nodes, quotas and HPAs: the zero Fit
+// gives upstream's plan exactly; every plan fits an eligible node (unless
+// none holds even the rest of the pod) and what the quota allows the pod,
+// and sets no resource left to an HPA; and wherever the plan without a Fit
+// already fits both (and no HPA takes a resource), the plan with it is the
+// same.
 func TestFitPlansGenerated(t *testing.T) {
 	cases := 3000
 	if testing.Short() {
@@ -310,7 +311,20 @@ func TestFitPlansGenerated(t *testing.T) {
 			By:       map[corev1.ResourceName]string{corev1.ResourceRequestsCPU: "q"},
 		}
 		fit := Fit{Nodes: rooms, Quota: room, Surge: int32(rng.IntN(3))}
+		switch rng.IntN(4) {
+		case 0:
+			fit.Yield = []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceCPU}}
+		case 1:
+			fit.Yield = []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceMemory, Container: g.pod.Spec.Containers[0].Name}}
+		}
 		plan := PlanForPodFit(g.pod, g.vpa, g.lr, fit)
+		for i, c := range plan.Containers {
+			for name := range c.Requests {
+				if hpa.Yielded(fit.Yield, g.pod.Spec.Containers[i].Name, name) {
+					t.Fatalf("case %d: container %d gets %s, which is left to an HPA\n%s", n, i, name, g)
+				}
+			}
+		}
 		applied := Applied(g.pod, plan.Containers)
 		if plan.Changed() {
 			if err := Admissible(g.pod, plan.Containers, g.lr.Items); err != nil {
@@ -340,7 +354,7 @@ func TestFitPlansGenerated(t *testing.T) {
 			quotaCapped++
 		}
 		up := Applied(g.pod, upstream.Containers)
-		if upstream.Conflict == nil && fitsSomeNode(up) && quota.TotalsOf(up).Within(allowed) {
+		if fit.Yield == nil && upstream.Conflict == nil && fitsSomeNode(up) && quota.TotalsOf(up).Within(allowed) {
 			same++
 			if !reflect.DeepEqual(plan.Containers, upstream.Containers) {
 				t.Fatalf("case %d: upstream's plan fits, but the plan differs: %v, upstream %v\n%s", n, plan.Containers, upstream.Containers, g)
