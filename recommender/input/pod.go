@@ -71,6 +71,30 @@ func (p *Pod) DaemonSet() string {
 	return p.Controller.Namespace + "/" + p.Controller.Name
 }
 
+// workloadConstraints are the scheduling constraints of the pod's workload:
+// the pod's own, except that the node a DaemonSet pins each of its pods to
+// (a required metadata.name field) is left out, so that all of its pods
+// share one key and the recommendation is capped to the largest node the
+// DaemonSet runs on, not to whichever node the sample pod is on. (The
+// admission controller and the updater cap each pod to its own node.)
+func workloadConstraints(p *corev1.Pod) nodefit.Constraints {
+	c := nodefit.Of(&p.Spec)
+	if c.Required == nil || nodefit.DaemonSetOf(p) == "" {
+		return c
+	}
+	var terms []corev1.NodeSelectorTerm
+	for _, t := range c.Required.NodeSelectorTerms {
+		if len(t.MatchExpressions) > 0 {
+			terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: t.MatchExpressions})
+		}
+	}
+	c.Required = nil
+	if len(terms) > 0 {
+		c.Required = &corev1.NodeSelector{NodeSelectorTerms: terms}
+	}
+	return c
+}
+
 // internKey returns key from the process's canonical copies (package
 // unique), so that equal keys share their bytes.
 func internKey(key string) string {
@@ -196,7 +220,7 @@ func TrimPod(obj any) (any, error) {
 		Containers:  make([]Container, len(p.Spec.Containers)),
 		Controller:  controllerOf(p),
 		Updated:     updatedAt(p),
-		Constraints: internKey(nodefit.Of(&p.Spec).Key()),
+		Constraints: internKey(workloadConstraints(p).Key()),
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.InitContainers = make([]string, len(p.Spec.InitContainers))
