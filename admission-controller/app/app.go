@@ -53,6 +53,8 @@ import (
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/limitrange"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
 )
@@ -157,6 +159,21 @@ func Run(ctx context.Context, c options.Config) error {
 	if err != nil {
 		return err
 	}
+	if o.YieldToHPA {
+		handler.WithHPAYield(hpas.InNamespace)
+	}
+	var nodes *nodefit.Cache
+	if o.NodeFit {
+		if nodes, err = nodefit.NewCache(clients.Core); err != nil {
+			return err
+		}
+		handler.WithNodeFit(nodes)
+	}
+	var quotas *quota.Cache
+	if o.QuotaFit {
+		quotas = quota.NewCache(clients.Core, filter.WatchNamespace())
+		handler.WithQuotaFit(quotas, func(v *vpav1.VerticalPodAutoscaler) int32 { return target.SurgeOf(workloads.Indexers, v) })
+	}
 	validator := vpa.NewValidator(o.Gates).WithConflicts(vpa.Conflicts{
 		VPAs: vpasIn(vpaInformer.GetIndexer()),
 		HPAs: hpas.InNamespace,
@@ -189,7 +206,7 @@ func Run(ctx context.Context, c options.Config) error {
 			logger.Info("Serving admission webhook", "address", ln.Addr().String())
 			return serveHTTPS(ctx, httpsServer, tls.NewListener(ln, tlsConfig))
 		}}},
-		Informers: admissionCaches{set: &caches, hpas: hpas},
+		Informers: admissionCaches{set: &caches, hpas: hpas, nodes: nodes, quotas: quotas},
 		Work: func(ctx context.Context) error {
 			if o.RegisterWebhook {
 				if err := register(ctx, c, restConfig, certs); err != nil {
@@ -207,19 +224,36 @@ func Run(ctx context.Context, c options.Config) error {
 	return rt.Run(ctx)
 }
 
-// admissionCaches are the admission controller's informers. The HPA cache
-// starts with them and is not waited for (see hpa.Cache).
+// admissionCaches are the admission controller's informers. The HPA and
+// quota caches start with them and are not waited for (see hpa.Cache); the
+// node fit cache (nil without --node-fit) is.
 type admissionCaches struct {
-	set  *informers.Set
-	hpas *hpa.Cache
+	set    *informers.Set
+	hpas   *hpa.Cache
+	nodes  *nodefit.Cache
+	quotas *quota.Cache
 }
 
 func (c admissionCaches) Start(ctx context.Context) {
 	c.set.Start(ctx)
 	c.hpas.Start(ctx)
+	if c.nodes != nil {
+		c.nodes.Start(ctx)
+	}
+	if c.quotas != nil {
+		c.quotas.Start(ctx)
+	}
 }
 
-func (c admissionCaches) WaitForSync(ctx context.Context) error { return c.set.WaitForSync(ctx) }
+func (c admissionCaches) WaitForSync(ctx context.Context) error {
+	if err := c.set.WaitForSync(ctx); err != nil {
+		return err
+	}
+	if c.nodes != nil {
+		return c.nodes.WaitForSync(ctx)
+	}
+	return nil
+}
 
 // httpsDrainTimeout bounds how long the webhook server drains on shutdown.
 const httpsDrainTimeout = 5 * time.Second

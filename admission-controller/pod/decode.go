@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,7 +32,8 @@ import (
 
 // decoder fills a Decoded (metadata name, generateName, namespace, labels,
 // annotations and ownerReferences; the pod-level resources; each
-// container's and init container's name, resources and restartPolicy) from
+// container's and init container's name, resources and restartPolicy; the
+// nodeSelector, required node affinity and tolerations) from
 // the pod JSON of an AdmissionReview, without reflection, reusing its maps
 // and slices from one pod to the next. Other fields are skipped. A decoder
 // serves one pod at a time. TestDecodedFields holds it to filling exactly
@@ -56,6 +58,10 @@ type decoder struct {
 	restart    []corev1.ContainerRestartPolicy
 	owners     []Owner
 	controller []bool
+	// tolerations and seconds hold the pod's tolerations and their
+	// tolerationSeconds values.
+	tolerations []corev1.Toleration
+	seconds     []int64
 	// quantities caches parsed quantities by their text.
 	quantities map[string]resource.Quantity
 	// duplicate is set when a decoded object repeats a known key.
@@ -79,7 +85,7 @@ func (e *TooManyContainersError) Error() string {
 // reset returns the maps of the last pod to the spares.
 func (d *decoder) reset() {
 	p := &d.pod
-	for _, m := range []map[string]string{p.Labels, p.Annotations} {
+	for _, m := range []map[string]string{p.Labels, p.Annotations, p.NodeSelector} {
 		if m != nil {
 			clear(m)
 			d.spareMaps = append(d.spareMaps, m)
@@ -107,6 +113,9 @@ func (d *decoder) reset() {
 	d.podLevel = corev1.ResourceRequirements{}
 	d.restart = d.restart[:0]
 	clear(d.owners)
+	clear(d.tolerations)
+	d.tolerations = d.tolerations[:0]
+	d.seconds = d.seconds[:0]
 	d.pod = Decoded{}
 	d.duplicate = false
 }
@@ -190,6 +199,9 @@ type repeatedPod struct {
 		Containers     []corev1.Container           `json:"containers"`
 		InitContainers []corev1.Container           `json:"initContainers"`
 		Resources      *corev1.ResourceRequirements `json:"resources"`
+		NodeSelector   map[string]string            `json:"nodeSelector"`
+		Affinity       *nodeAffinityOnly            `json:"affinity"`
+		Tolerations    []corev1.Toleration          `json:"tolerations"`
 	} `json:"spec"`
 }
 
@@ -203,7 +215,8 @@ func (d *decoder) decodeRepeated(raw []byte) (*Decoded, error) {
 	}
 	m := &p.Metadata
 	d.pod = Decoded{Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, Labels: m.Labels, Annotations: m.Annotations,
-		Containers: decodedContainers(p.Spec.Containers), InitContainers: decodedContainers(p.Spec.InitContainers), Resources: p.Spec.Resources}
+		Containers: decodedContainers(p.Spec.Containers), InitContainers: decodedContainers(p.Spec.InitContainers), Resources: p.Spec.Resources,
+		NodeSelector: p.Spec.NodeSelector, RequiredNodeAffinity: p.Spec.Affinity.required(), Tolerations: p.Spec.Tolerations}
 	if m.OwnerReferences != nil {
 		d.pod.OwnerReferences = make([]Owner, len(m.OwnerReferences))
 		for i, o := range m.OwnerReferences {
@@ -211,6 +224,20 @@ func (d *decoder) decodeRepeated(raw []byte) (*Decoded, error) {
 		}
 	}
 	return &d.pod, nil
+}
+
+// nodeAffinityOnly is the part of a pod's affinity that Decoded holds.
+type nodeAffinityOnly struct {
+	NodeAffinity *struct {
+		Required *corev1.NodeSelector `json:"requiredDuringSchedulingIgnoredDuringExecution"`
+	} `json:"nodeAffinity"`
+}
+
+func (a *nodeAffinityOnly) required() *corev1.NodeSelector {
+	if a == nil || a.NodeAffinity == nil {
+		return nil
+	}
+	return a.NodeAffinity.Required
 }
 
 // decodedContainers keeps the decoded fields of cs.
@@ -232,13 +259,14 @@ type keySet uint8
 
 // Known keys per object (at most 8 each, for keySet).
 var (
-	podKeys       = []string{"metadata", "spec"}
-	metadataKeys  = []string{"name", "generateName", "namespace", "labels", "annotations", "ownerReferences"}
-	ownerKeys     = []string{"apiVersion", "kind", "name", "controller"}
-	specKeys      = []string{"containers", "initContainers", "resources"}
-	containerKeys = []string{"name", "resources", "restartPolicy"}
-	resourcesKeys = []string{"requests", "limits", "claims"}
-	claimKeys     = []string{"name", "request"}
+	podKeys        = []string{"metadata", "spec"}
+	metadataKeys   = []string{"name", "generateName", "namespace", "labels", "annotations", "ownerReferences"}
+	ownerKeys      = []string{"apiVersion", "kind", "name", "controller"}
+	specKeys       = []string{"containers", "initContainers", "resources", "nodeSelector", "affinity", "tolerations"}
+	tolerationKeys = []string{"key", "operator", "value", "effect", "tolerationSeconds"}
+	containerKeys  = []string{"name", "resources", "restartPolicy"}
+	resourcesKeys  = []string{"requests", "limits", "claims"}
+	claimKeys      = []string{"name", "request"}
 )
 
 // field returns the known key that key is, "" when none, and records it in
@@ -370,7 +398,9 @@ func (d *decoder) ownerReferences() error {
 var interned = map[string]string{}
 
 func init() {
-	for _, s := range []string{"v1", "apps/v1", "batch/v1", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node"} {
+	for _, s := range []string{"v1", "apps/v1", "batch/v1", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "ReplicationController", "Node",
+		// The tolerations the API server gives every pod.
+		"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable", "Exists", "Equal", "NoExecute", "NoSchedule", "PreferNoSchedule"} {
 		interned[s] = s
 	}
 }
@@ -404,9 +434,90 @@ func (d *decoder) spec() error {
 			}
 			d.pod.Resources = &d.podLevel
 			return d.requirements(&podResourceFields, &d.podLevel)
+		case "nodeSelector":
+			return d.labels("spec.nodeSelector", &d.pod.NodeSelector)
+		case "affinity":
+			return d.affinity()
+		case "tolerations":
+			return d.tolerationList()
 		}
 		return d.r.Skip()
 	})
+}
+
+// affinity decodes the required node affinity of spec.affinity, which few
+// pods set, with the API server's decoder.
+func (d *decoder) affinity() error {
+	if d.null() {
+		d.pod.RequiredNodeAffinity = nil
+		return nil
+	}
+	if err := d.r.Expect("spec.affinity", jsonread.Object); err != nil {
+		return err
+	}
+	raw, err := d.r.Raw()
+	if err != nil {
+		return err
+	}
+	var a nodeAffinityOnly
+	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(raw, &a); err != nil {
+		return fmt.Errorf("spec.affinity: %w", err)
+	}
+	d.pod.RequiredNodeAffinity = a.required()
+	return nil
+}
+
+// tolerationList decodes spec.tolerations.
+func (d *decoder) tolerationList() error {
+	if d.null() {
+		d.pod.Tolerations = nil
+		return nil
+	}
+	clear(d.tolerations)
+	d.tolerations = d.tolerations[:0]
+	err := d.r.Array("spec.tolerations", func(int) error {
+		d.tolerations = append(d.tolerations, corev1.Toleration{})
+		t := &d.tolerations[len(d.tolerations)-1]
+		if d.null() {
+			return nil
+		}
+		var seen keySet
+		return d.r.Object("spec.tolerations", func(key []byte) error {
+			var s string
+			var err error
+			switch d.field(key, tolerationKeys, &seen) {
+			case "key":
+				err = d.internedStr("spec.tolerations.key", &t.Key)
+			case "operator":
+				err = d.internedStr("spec.tolerations.operator", &s)
+				t.Operator = corev1.TolerationOperator(s)
+			case "value":
+				err = d.str("spec.tolerations.value", &t.Value)
+			case "effect":
+				err = d.internedStr("spec.tolerations.effect", &s)
+				t.Effect = corev1.TaintEffect(s)
+			case "tolerationSeconds":
+				if d.null() {
+					t.TolerationSeconds = nil
+					return nil
+				}
+				if err := d.r.Expect("spec.tolerations.tolerationSeconds", jsonread.Number); err != nil {
+					return err
+				}
+				v, err := strconv.ParseInt(string(d.r.Literal()), 10, 64)
+				if err != nil {
+					return fmt.Errorf("spec.tolerations.tolerationSeconds: %w", err)
+				}
+				d.seconds = append(d.seconds, v)
+				t.TolerationSeconds = &d.seconds[len(d.seconds)-1]
+			default:
+				return d.r.Skip()
+			}
+			return err
+		})
+	})
+	d.pod.Tolerations = d.tolerations
+	return err
 }
 
 // resourceFields name the fields of a ResourceRequirements in errors.
@@ -581,6 +692,7 @@ const maxPooled = 64
 // small reports whether d holds little enough memory to be kept for reuse.
 func (d *decoder) small() bool {
 	return cap(d.containers) <= maxPooled && cap(d.inits) <= maxPooled && cap(d.restart) <= maxPooled &&
+		cap(d.tolerations) <= maxPooled && cap(d.seconds) <= maxPooled && len(d.pod.NodeSelector) <= maxPooled &&
 		cap(d.owners) <= maxPooled && cap(d.controller) <= maxPooled &&
 		len(d.spareLists)+2*(len(d.pod.Containers)+len(d.pod.InitContainers)+1) <= 4*maxPooled && len(d.spareMaps) <= maxPooled &&
 		len(d.pod.Labels) <= maxPooled && len(d.pod.Annotations) <= maxPooled && d.r.ScratchCap() <= 64<<10

@@ -59,6 +59,11 @@ func decodedFrom(p *corev1.Pod) *Decoded {
 	if r := p.Spec.Resources; r != nil {
 		out.Resources = &corev1.ResourceRequirements{Requests: r.Requests, Limits: r.Limits, Claims: r.Claims}
 	}
+	out.NodeSelector = p.Spec.NodeSelector
+	if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		out.RequiredNodeAffinity = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	out.Tolerations = p.Spec.Tolerations
 	return out
 }
 
@@ -191,6 +196,8 @@ func FuzzDecoder(f *testing.F) {
 	f.Add(`{"spec":{"containers":[{"name":"a","resources":{"requests":{"cpu":"1\u0030"},"limits":{"cpu":" 2 "}}}]}}`)
 	f.Add(`{"metadata":{"ownerReferences":[{"kind":"A","controller":true}],"ownerReferences":[{"controller":null}]}}`)
 	f.Add(`{"spec":{"resources":{"requests":{"cpu":"500m"}},"initContainers":[{"name":"i","restartPolicy":"Always","resources":{"requests":{"cpu":"1"}}}],"containers":[{"name":"a"}]}}`)
+	f.Add(`{"spec":{"nodeSelector":{"pool":"big"},"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"cores","operator":"Gt","values":["8"]}]}]}},"podAffinity":{}},` +
+		`"tolerations":[{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute","tolerationSeconds":300},null,{"key":"a","value":"b","tolerationSeconds":null}]}}`)
 	var d decoder
 	f.Fuzz(func(t *testing.T, in string) {
 		// Input taken as valid without checking must not panic either.

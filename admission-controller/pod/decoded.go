@@ -43,6 +43,13 @@ type Decoded struct {
 	InitContainers  []Container
 	// Resources are the pod-level resources, nil when the pod has none.
 	Resources *corev1.ResourceRequirements
+	// NodeSelector, RequiredNodeAffinity (the pod's
+	// affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution)
+	// and Tolerations decide which nodes the pod may be scheduled on, for
+	// node fit.
+	NodeSelector         map[string]string
+	RequiredNodeAffinity *corev1.NodeSelector
+	Tolerations          []corev1.Toleration
 }
 
 // Owner is the part of an ownerReference that Decoded holds.
@@ -76,7 +83,12 @@ func (p *Decoded) Pod(dst *corev1.Pod) *corev1.Pod {
 			Containers:     podContainers(dst.Spec.Containers, p.Containers),
 			InitContainers: podContainers(dst.Spec.InitContainers, p.InitContainers),
 			Resources:      p.Resources,
+			NodeSelector:   p.NodeSelector,
+			Tolerations:    p.Tolerations,
 		},
+	}
+	if p.RequiredNodeAffinity != nil {
+		dst.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: p.RequiredNodeAffinity}}
 	}
 	return dst
 }

@@ -61,6 +61,18 @@ var decodedFields = []struct{ decoded, pod string }{
 	{"Resources.Limits", "spec.resources.limits"},
 	{"Resources.Claims[].Name", "spec.resources.claims[].name"},
 	{"Resources.Claims[].Request", "spec.resources.claims[].request"},
+	{"NodeSelector", "spec.nodeSelector"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchExpressions[].Key", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[].key"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchExpressions[].Operator", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[].operator"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchExpressions[].Values[]", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchExpressions[].values[]"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchFields[].Key", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchFields[].key"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchFields[].Operator", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchFields[].operator"},
+	{"RequiredNodeAffinity.NodeSelectorTerms[].MatchFields[].Values[]", "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[].matchFields[].values[]"},
+	{"Tolerations[].Key", "spec.tolerations[].key"},
+	{"Tolerations[].Operator", "spec.tolerations[].operator"},
+	{"Tolerations[].Value", "spec.tolerations[].value"},
+	{"Tolerations[].Effect", "spec.tolerations[].effect"},
+	{"Tolerations[].TolerationSeconds", "spec.tolerations[].tolerationSeconds"},
 }
 
 // TestDecodedFields decodes a pod with every field set and fails unless the

@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -35,7 +36,10 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/boost"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/limitrange"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -49,6 +53,17 @@ type VPAFinder interface {
 // LimitRangeLister returns the merged LimitRanges of a namespace.
 type LimitRangeLister interface {
 	LimitRanges(namespace string) (limitrange.Merged, error)
+}
+
+// NodeRooms answers which nodes a pod may be scheduled on and the room
+// each leaves (nodefit.Cache).
+type NodeRooms interface {
+	Rooms(c nodefit.Constraints, exclude string) ([]nodefit.Room, bool)
+}
+
+// QuotaRooms answers what a namespace's ResourceQuotas leave (quota.Cache).
+type QuotaRooms interface {
+	Room(namespace string) *quota.Room
 }
 
 // EventRecorder records events; client-go's record.EventRecorder is one.
@@ -70,6 +85,18 @@ type Handler struct {
 	maxBoost resource.Quantity
 	// sidecars patches native sidecars as containers (NativeSidecar).
 	sidecars bool
+	// nodes, when set, caps requests so that the pod fits a node it may
+	// use (--node-fit).
+	nodes NodeRooms
+	// quotas, when set, caps the increase of requests to what the
+	// namespace's ResourceQuotas leave (--resource-quota-fit), keeping room
+	// for surge(vpa) more pods.
+	quotas QuotaRooms
+	surge  func(*vpav1.VerticalPodAutoscaler) int32
+	// hpas, when set, returns a namespace's HPAs: a resource one scales
+	// the pod's workload on by its utilization is left to it
+	// (--yield-to-hpa).
+	hpas func(namespace string) []*autoscalingv2.HorizontalPodAutoscaler
 	// states holds *state: decoders and scratch buffers reused across
 	// reviews, so that a review allocates little.
 	states sync.Pool
@@ -116,6 +143,55 @@ func (h *Handler) WithStartupBoost(maxBoost resource.Quantity) *Handler {
 func (h *Handler) WithNativeSidecars() *Handler {
 	h.sidecars = true
 	return h
+}
+
+// WithNodeFit makes h cap the requests it sets so that the pod fits the
+// largest node it may be scheduled on, and returns it.
+func (h *Handler) WithNodeFit(n NodeRooms) *Handler {
+	h.nodes = n
+	return h
+}
+
+// WithQuotaFit makes h cap the increase of the requests it sets so that the
+// namespace's ResourceQuotas still admit the pod and surge (may be nil)
+// more of the workload's pods with their own requests, and returns it.
+func (h *Handler) WithQuotaFit(q QuotaRooms, surge func(*vpav1.VerticalPodAutoscaler) int32) *Handler {
+	h.quotas, h.surge = q, surge
+	return h
+}
+
+// WithHPAYield makes h leave to an HPA a resource it scales the pod's
+// workload on by its utilization (hpa.Yields over hpas' answer), and
+// returns it.
+func (h *Handler) WithHPAYield(hpas func(namespace string) []*autoscalingv2.HorizontalPodAutoscaler) *Handler {
+	h.hpas = hpas
+	return h
+}
+
+// fit is what the pod's plan must fit: the nodes it may use, the quota,
+// the resources left to an HPA.
+func (h *Handler) fit(p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler) recommendation.Fit {
+	var f recommendation.Fit
+	if h.nodes != nil {
+		if rooms, ok := h.nodes.Rooms(nodefit.Of(&p.Spec), nodefit.DaemonSetOf(p)); ok {
+			f.Nodes = rooms
+		}
+	}
+	if h.quotas != nil {
+		if f.Quota = h.quotas.Room(p.Namespace); f.Quota != nil && h.surge != nil {
+			f.Surge = h.surge(vpa)
+		}
+	}
+	if h.hpas != nil {
+		if hpas := h.hpas(p.Namespace); len(hpas) > 0 {
+			names := make([]string, len(p.Spec.Containers))
+			for i := range p.Spec.Containers {
+				names[i] = p.Spec.Containers[i].Name
+			}
+			f.Yield = hpa.Yields(vpa, hpas, names)
+		}
+	}
+	return f
 }
 
 // Result is the outcome for one pod.
@@ -224,8 +300,9 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	}
 	p := pod.Pod(&sc.pod)
 	var plan recommendation.Plan
+	fit := h.fit(p, vpa)
 	if patches {
-		plan = recommendation.PlanForPodShared(p, vpa, lr)
+		plan = recommendation.PlanForPodSharedFit(p, vpa, lr, fit)
 	} else {
 		// Off: the recommendation is not applied, only the boost.
 		plan = recommendation.Plan{Containers: make([]recommendation.ContainerResources, len(p.Spec.Containers))}
@@ -233,7 +310,7 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	var marks map[string]string
 	var warnings []string
 	if boosting {
-		marks, warnings = h.applyBoost(logger, pod, p, vpa, lr, &plan)
+		marks, warnings = h.applyBoost(logger, pod, p, vpa, lr, fit, &plan)
 	}
 	dst, applied, err := appendPatch(dst, pod, vpa, &plan, marks, lay, sc)
 	if errors.Is(err, errPatchTooLarge) {
@@ -249,14 +326,45 @@ func (h *Handler) admit(ctx context.Context, pod *Decoded, namespace string, dst
 	if plan.Conflict != nil {
 		res.Warnings = append(res.Warnings, h.conflict(logger, pod, vpa, &plan)...)
 	}
+	if plan.Node != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("VPA %s: requests capped to fit node %s, the largest the pod may be scheduled on (%s left by its DaemonSet pods)",
+			vpa.Name, plan.Node.Node, plan.Node.Free))
+	}
+	if plan.Quota != nil {
+		res.Warnings = append(res.Warnings, h.quotaConflict(logger, pod, vpa, plan.Quota))
+	}
 	return res, nil
+}
+
+// quotaConflict reports a plan whose increase was capped to the quota: a
+// log line, an event on the VPA and the warning for the response.
+func (h *Handler) quotaConflict(logger klog.Logger, pod *Decoded, vpa *vpav1.VerticalPodAutoscaler, qc *recommendation.QuotaCap) string {
+	msg := fmt.Sprintf("VPA %s: increase of %s capped to what ResourceQuota %s leaves (requests %s, limits %s)",
+		vpa.Name, resourceNames(qc.Resources), qc.Quotas, qc.Allowed.Requests, qc.Allowed.Limits)
+	if qc.KeptRequests {
+		msg = fmt.Sprintf("VPA %s: recommendation not applied, ResourceQuota %s leaves too little room for it and the LimitRanges refuse what it leaves", vpa.Name, qc.Quotas)
+	}
+	logger.Info("Recommendation capped to the ResourceQuota", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa),
+		"quotas", qc.Quotas, "resources", qc.Resources, "keptRequests", qc.KeptRequests)
+	if h.recorder != nil {
+		h.recorder.Eventf(vpa, corev1.EventTypeWarning, recommendation.ReasonResourceQuotaConflict, "Pod %s: %s", pod.displayName(), msg)
+	}
+	return msg
+}
+
+func resourceNames(names []corev1.ResourceName) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, " and ")
 }
 
 // applyBoost raises the CPU of the containers vpa boosts in plan and returns
 // the boost annotations. A boost the namespace's LimitRanges (or the pod's
 // own resources) would refuse is not applied: the pod is created with its
 // plan unboosted, and a warning says why.
-func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, plan *recommendation.Plan) (map[string]string, []string) {
+func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit recommendation.Fit, plan *recommendation.Plan) (map[string]string, []string) {
 	boosted := slices.Clone(plan.Containers)
 	marks, err := boost.Apply(p, vpa, boosted, h.maxBoost)
 	if err != nil {
@@ -272,6 +380,10 @@ func (h *Handler) applyBoost(logger klog.Logger, pod *Decoded, p *corev1.Pod, vp
 			logger.Info("Startup boost not applied: the pod would be refused", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "conflict", why)
 			return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied, the namespace's LimitRanges would refuse the pod with it (%s)", vpa.Name, why)}
 		}
+	}
+	if why := recommendation.Outside(p, boosted, fit); why != "" {
+		logger.Info("Startup boost not applied: the pod would not fit", "pod", klog.KRef(pod.Namespace, pod.displayName()), "vpa", klog.KObj(vpa), "why", why)
+		return nil, []string{fmt.Sprintf("VPA %s: startup boost not applied, %s", vpa.Name, why)}
 	}
 	plan.Containers = boosted
 	return marks, nil

@@ -489,8 +489,9 @@ func (w *warnings) take() []string {
 }
 
 // TestHPAOnCPU: an HPA on cpu of a VPA'd Deployment gives the VPA the
-// HPAConflict condition, and creating a VPA for it returns the webhook's
-// warning; so does a second VPA on the same Deployment.
+// HPAConflict condition (cpu left to the HPA, which scales on its
+// utilization), and creating a VPA for it returns the webhook's warning; so
+// does a second VPA on the same Deployment.
 func TestHPAOnCPU(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -549,9 +550,12 @@ func TestHPAOnCPU(t *testing.T) {
 	})
 
 	e.runRecommender(t)
+	// The HPA scales on cpu utilization: with --yield-to-hpa (the default)
+	// cpu is left to it, and the condition says so.
 	e.waitFor(t, "web", func(v *vpav1.VerticalPodAutoscaler) error {
 		c := framework.Condition(v, vpav1.HPAConflict)
-		if c == nil || c.Status != corev1.ConditionTrue || !strings.HasPrefix(c.Message, "HorizontalPodAutoscaler web on cpu scales Deployment/web") {
+		if c == nil || c.Status != corev1.ConditionTrue || c.Reason != "ResourceYieldedToHPA" ||
+			!strings.HasPrefix(c.Message, "Left to HorizontalPodAutoscaler web on cpu, which scales Deployment/web on its utilization") {
 			return fmt.Errorf("HPAConflict = %+v", c)
 		}
 		return nil

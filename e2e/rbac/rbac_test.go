@@ -85,6 +85,11 @@ func TestComponentPermissions(t *testing.T) {
 			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
 			{"create", "leases.coordination.k8s.io", "kube-system", true},
 			{"update", "leases.coordination.k8s.io/vpa-recommender-lease", "kube-system", true},
+			// --node-fit and --resource-quota-fit
+			{"list", "nodes", "", true},
+			{"watch", "nodes", "", true},
+			{"watch", "resourcequotas", ns, true},
+			{"update", "nodes", "", false},
 			// must not
 			{"update", "leases.coordination.k8s.io/vpa-updater", "kube-system", false},
 			{"patch", "verticalpodautoscalers.autoscaling.k8s.io", ns, false},
@@ -101,6 +106,13 @@ func TestComponentPermissions(t *testing.T) {
 			{"get", "leases.coordination.k8s.io", "kube-system", true},
 			{"create", "events", ns, true},
 			{"update", "leases.coordination.k8s.io/vpa-updater", "kube-system", true},
+			// --node-fit and --resource-quota-fit
+			{"watch", "nodes", "", true},
+			{"watch", "resourcequotas", ns, true},
+			{"update", "resourcequotas", ns, false},
+			// --yield-to-hpa
+			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
+			{"update", "horizontalpodautoscalers.autoscaling", ns, false},
 			// must not
 			{"delete", "pods", ns, false},
 			{"patch", "verticalpodautoscalers.autoscaling.k8s.io#status", ns, false},
@@ -121,6 +133,12 @@ func TestComponentPermissions(t *testing.T) {
 			{"list", "replicasets.apps", ns, true},
 			{"watch", "horizontalpodautoscalers.autoscaling", ns, true},
 			{"update", "horizontalpodautoscalers.autoscaling", ns, false},
+			// --node-fit (nodes, DaemonSet pods) and --resource-quota-fit
+			{"list", "nodes", "", true},
+			{"watch", "pods", ns, true},
+			{"watch", "resourcequotas", ns, true},
+			{"get", "pods", ns, false},
+			{"update", "nodes", "", false},
 			// must not: upstream deletes and recreates the webhook; this one never does
 			{"delete", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", false},
 			{"create", "pods#eviction", ns, false},

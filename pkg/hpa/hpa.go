@@ -36,8 +36,9 @@ import (
 
 // Trim is the HPA informer's transform: it keeps the identity, the
 // scaleTargetRef and the cpu and memory Resource and ContainerResource
-// metrics (names and containers only) of an HPA, about a tenth of the
-// object. Anything else passes through with its managed fields dropped.
+// metrics (names, containers and target types only) of an HPA, about a
+// tenth of the object. Anything else passes through with its managed fields
+// dropped.
 func Trim(obj any) (any, error) {
 	h, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
 	if !ok {
@@ -51,11 +52,13 @@ func Trim(obj any) (any, error) {
 		switch {
 		case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && relevant(m.Resource.Name):
 			out.Spec.Metrics = append(out.Spec.Metrics, autoscalingv2.MetricSpec{
-				Type: m.Type, Resource: &autoscalingv2.ResourceMetricSource{Name: m.Resource.Name},
+				Type: m.Type, Resource: &autoscalingv2.ResourceMetricSource{Name: m.Resource.Name,
+					Target: autoscalingv2.MetricTarget{Type: m.Resource.Target.Type}},
 			})
 		case m.Type == autoscalingv2.ContainerResourceMetricSourceType && m.ContainerResource != nil && relevant(m.ContainerResource.Name):
 			out.Spec.Metrics = append(out.Spec.Metrics, autoscalingv2.MetricSpec{
-				Type: m.Type, ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: m.ContainerResource.Name, Container: m.ContainerResource.Container},
+				Type: m.Type, ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: m.ContainerResource.Name, Container: m.ContainerResource.Container,
+					Target: autoscalingv2.MetricTarget{Type: m.ContainerResource.Target.Type}},
 			})
 		}
 	}
@@ -94,6 +97,45 @@ func (c Conflict) String() string {
 // ContainerResource metric when it controls it for that container. A
 // container whose scaling mode is Off is not controlled.
 func Conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string) []Conflict {
+	return conflicts(vpa, hpas, containers, false)
+}
+
+// Yields returns the Conflicts whose metric targets the resource's
+// utilization (a percentage of the requests): those the VPA yields to the
+// HPA. Changing the requests moves the utilization the HPA scales on, so
+// the two would feed each other; a target of an average value does not
+// depend on the requests and is only reported.
+func Yields(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string) []Conflict {
+	return conflicts(vpa, hpas, containers, true)
+}
+
+// Yielded reports whether the yields cover the resource of the container:
+// a Resource metric yields it for every container, a ContainerResource
+// metric for its own.
+func Yielded(yields []Conflict, container string, r corev1.ResourceName) bool {
+	for _, y := range yields {
+		if y.Resource == r && (y.Container == "" || y.Container == container) {
+			return true
+		}
+	}
+	return false
+}
+
+// YieldMessage describes yields for the HPAConflict condition; "" when
+// there are none.
+func YieldMessage(vpa *vpav1.VerticalPodAutoscaler, yields []Conflict) string {
+	if len(yields) == 0 {
+		return ""
+	}
+	parts := make([]string, len(yields))
+	for i, c := range yields {
+		parts[i] = c.String()
+	}
+	return fmt.Sprintf("Left to HorizontalPodAutoscaler %s, which scales %s/%s on its utilization: this VPA does not set it "+
+		"(its recommendation is still computed) and keeps setting the other resources", strings.Join(parts, ", "), vpa.Spec.TargetRef.Kind, vpa.Spec.TargetRef.Name)
+}
+
+func conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string, utilizationOnly bool) []Conflict {
 	if vpa == nil || vpa.Spec.TargetRef == nil {
 		return nil
 	}
@@ -125,12 +167,14 @@ func Conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.Horizonta
 			switch {
 			case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil:
 				c = Conflict{HPA: h.Name, Resource: m.Resource.Name}
-				if !relevant(c.Resource) || !podControls(c.Resource) {
+				if !relevant(c.Resource) || !podControls(c.Resource) ||
+					utilizationOnly && m.Resource.Target.Type != autoscalingv2.UtilizationMetricType {
 					continue
 				}
 			case m.Type == autoscalingv2.ContainerResourceMetricSourceType && m.ContainerResource != nil:
 				c = Conflict{HPA: h.Name, Resource: m.ContainerResource.Name, Container: m.ContainerResource.Container}
-				if !relevant(c.Resource) || !controls(c.Container, c.Resource) {
+				if !relevant(c.Resource) || !controls(c.Container, c.Resource) ||
+					utilizationOnly && m.ContainerResource.Target.Type != autoscalingv2.UtilizationMetricType {
 					continue
 				}
 			default:

@@ -18,6 +18,7 @@ package hpa
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -149,7 +150,7 @@ func TestTrimKeepsOnlyWhatConflictsReads(t *testing.T) {
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: h.Spec.ScaleTargetRef,
 			Metrics: []autoscalingv2.MetricSpec{
-				{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU}},
+				resourceMetric(corev1.ResourceCPU),
 				containerMetric("app", corev1.ResourceMemory),
 			},
 		},
@@ -169,5 +170,48 @@ func TestMessage(t *testing.T) {
 	}
 	if Message(v, nil) != "" {
 		t.Error("Message of no conflicts is not empty")
+	}
+}
+
+func TestYields(t *testing.T) {
+	value := func(r corev1.ResourceName) autoscalingv2.MetricSpec {
+		m := resourceMetric(r)
+		m.Resource.Target = autoscalingv2.MetricTarget{Type: autoscalingv2.AverageValueMetricType}
+		return m
+	}
+	containerUtil := containerMetric("app", corev1.ResourceMemory)
+	containerUtil.ContainerResource.Target.Type = autoscalingv2.UtilizationMetricType
+	hpas := []*autoscalingv2.HorizontalPodAutoscaler{
+		newHPA("cpu", "Deployment", "web", resourceMetric(corev1.ResourceCPU), value(corev1.ResourceMemory)),
+		newHPA("app", "Deployment", "web", containerUtil, containerMetric("app", corev1.ResourceCPU)),
+	}
+	var trimmed []*autoscalingv2.HorizontalPodAutoscaler
+	for _, h := range hpas {
+		o, err := Trim(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed = append(trimmed, o.(*autoscalingv2.HorizontalPodAutoscaler))
+	}
+	want := []Conflict{{HPA: "app", Resource: corev1.ResourceMemory, Container: "app"}, {HPA: "cpu", Resource: corev1.ResourceCPU}}
+	for name, in := range map[string][]*autoscalingv2.HorizontalPodAutoscaler{"objects": hpas, "trimmed": trimmed} {
+		if got := Yields(newVPA(), in, []string{"app", "log"}); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Yields = %v, want %v (utilization targets only)", name, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		container string
+		r         corev1.ResourceName
+		want      bool
+	}{
+		{"app", corev1.ResourceCPU, true}, {"log", corev1.ResourceCPU, true},
+		{"app", corev1.ResourceMemory, true}, {"log", corev1.ResourceMemory, false},
+	} {
+		if got := Yielded(want, tc.container, tc.r); got != tc.want {
+			t.Errorf("Yielded(%s, %s) = %v, want %v", tc.container, tc.r, got, tc.want)
+		}
+	}
+	if m := YieldMessage(newVPA(), want[1:]); m == "" || !strings.Contains(m, "cpu on cpu") || !strings.Contains(m, "Deployment/web") {
+		t.Errorf("YieldMessage = %q", m)
 	}
 }

@@ -37,19 +37,23 @@ limitations under the License.
 //     maxAllowed, after the LimitRanges so that the policy wins over them.
 //  4. Container limit (containerlimit.go): for controlledValues
 //     RequestsOnly, the container's current limit.
-//  5. Node/quota fit: not implemented; capStages marks its place.
+//  5. Node fit (nodefit.go): with Fit.Nodes, every recommended container's
+//     cpu or memory is scaled down by one factor so that the pod fits the
+//     eligible node that holds the most of it (pkg/nodefit).
 //  6. Proportional limits (proportional.go): for RequestsAndLimits, each
 //     limit keeps the container's original limit:request ratio (the
 //     LimitRange default limit stands in for a missing limit); RequestsOnly
 //     never sets limits.
 //
-// Cap runs stages 1 to 4 on target, lower and upper bound. ForPod runs them
-// all on the target and returns, per pod container, the requests and limits
+// Cap runs stages 1 to 4 (CapFit 1 to 5) on target, lower and upper
+// bound. ForPod runs them all on the target and returns, per pod container, the requests and limits
 // to apply together with notes such as "cpu capped to maxAllowed" for the
 // vpaUpdates annotation. PlanForPod (plan.go) then checks the pod that gives
 // as the API server would (Admissible) and, if it would be refused, runs the
 // pipeline again with the policy stage before the LimitRange stages, so that
-// the LimitRanges win; if that is refused too, the plan is empty. Nothing
-// here talks to the API server: LimitRanges are passed in, merged by
+// the LimitRanges win; if that is refused too, the plan is empty. With
+// Fit.Quota, the plan's increase is then capped to what the namespace's
+// ResourceQuotas leave (quota.go). Nothing here talks to the API server:
+// LimitRanges, nodes and quotas are passed in, LimitRanges merged by
 // limitrange.Merge.
 package recommendation

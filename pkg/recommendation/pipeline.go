@@ -32,13 +32,15 @@ import (
 //	policy.go          policyAllowed: minAllowed and maxAllowed (before the
 //	                   LimitRange stages in the fallback order)
 //	containerlimit.go  containerLimit: RequestsOnly stays within the limit
-//	(none yet)         node/quota fit: a place is left for it in capStages
+//	nodefit.go         nodeFit: the pod fits the largest eligible node
+//	                   (Fit.Nodes)
 //	proportional.go    proportionalLimits: limits keep their ratio
 //
 // Cap returns capStages' result; resourcesFor turns it into requests and
 // adds the limits. plan.go checks the pod that gives against the API
 // server's rules and, if it would be refused, runs the pipeline again in
-// the fallback order.
+// the fallback order; then quota.go caps the increase to what the
+// namespace's ResourceQuotas leave (Fit.Quota).
 
 // capOptions select what the pipeline does beyond capping every bound.
 type capOptions struct {
@@ -52,6 +54,8 @@ type capOptions struct {
 	// is the fallback when the upstream order gives a pod the API server
 	// would refuse.
 	policyFirst bool
+	// fit is what the plan must fit besides the LimitRanges.
+	fit Fit
 }
 
 // capStages runs the capping stages, in order, on rec for pod.
@@ -70,10 +74,9 @@ func capStages(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav
 		policyAllowed(&w)
 	}
 	containerLimit(&w)
-	// Node/quota fit (what a node or the namespace's ResourceQuota can
-	// hold) is not implemented. Its stage goes here: after the
-	// LimitRanges and the policy, before proportional limits are derived
-	// from the capped targets.
+	// What a node can hold wins over the policy and the LimitRanges: a
+	// pod that fits no node is never scheduled.
+	nodeFit(&w)
 	return w
 }
 
@@ -87,6 +90,9 @@ type Capped struct {
 	// Notes maps a container name to what capped its target, e.g.
 	// "cpu capped to maxAllowed".
 	Notes map[string][]string
+	// Node says how the target was capped to fit a node; nil when it was
+	// not.
+	Node *NodeCap
 }
 
 // Cap applies the pod LimitRange, the container LimitRange, the VPA container
@@ -98,11 +104,20 @@ type Capped struct {
 // but only ForPod returns what they get: Cap's result holds the containers
 // the recommendation names.
 func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr limitrange.Merged) Capped {
+	return CapFit(pod, rec, policy, lr, Fit{})
+}
+
+// CapFit is Cap with the node fit stage: the capped fields fit the largest
+// node fit.Nodes holds, without the resources fit.Yield leaves to an HPA.
+// (The quota is not read: it caps what a pod is given, in PlanForPodFit,
+// not the recommendation.)
+func CapFit(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodResourcePolicy, lr limitrange.Merged, fit Fit) Capped {
 	out := Capped{Notes: map[string][]string{}}
 	if pod == nil || rec == nil {
 		return out
 	}
-	w := capStages(pod, rec, policy, lr, capOptions{})
+	w := capStages(pod, rec, policy, lr, capOptions{fit: Fit{Nodes: fit.Nodes, Yield: fit.Yield}})
+	out.Node = w.nodeCap
 	for i := range pod.Spec.Containers {
 		if w.recs[i] == nil || w.inserted[i] {
 			continue
@@ -118,11 +133,11 @@ func Cap(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *vpav1.PodR
 // resourcesFor runs the whole pipeline for ForPod: the capped targets of
 // capStages become each pod container's requests, and proportionalLimits
 // adds the limits.
-func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, opts capOptions) []ContainerResources {
+func resourcesFor(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, opts capOptions) ([]ContainerResources, *NodeCap) {
 	w := capStages(pod, vpa.Status.Recommendation, vpa.Spec.ResourcePolicy, lr, opts)
 	out := requestsOf(&w)
 	proportionalLimits(pod, vpa.Spec.ResourcePolicy, lr, out)
-	return out
+	return out, w.nodeCap
 }
 
 // requestsOf returns, per pod container, the capped target as requests and

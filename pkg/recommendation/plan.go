@@ -53,6 +53,12 @@ type Plan struct {
 	// LimitRanges applied after the VPA's minAllowed and maxAllowed, because
 	// upstream's order (the policy last) gave the Conflict.
 	PolicyOverridden bool
+	// Node says how the requests were capped to fit a node (Fit.Nodes);
+	// nil when they were not.
+	Node *NodeCap
+	// Quota says how the increase was capped to what the namespace's
+	// ResourceQuotas leave (Fit.Quota); nil when it was not.
+	Quota *QuotaCap
 }
 
 // Event reasons for a plan that gave way to the LimitRanges, the same in
@@ -64,6 +70,10 @@ const (
 	// ReasonLimitRangeOverridesPolicy: the pod gets the recommendation
 	// capped to the LimitRanges past the VPA's minAllowed or maxAllowed.
 	ReasonLimitRangeOverridesPolicy = "LimitRangeOverridesPolicy"
+	// ReasonResourceQuotaConflict: the pod gets less than the
+	// recommendation, or is not updated, because the namespace's
+	// ResourceQuotas would refuse it (or its replacement) with more.
+	ReasonResourceQuotaConflict = "ResourceQuotaConflict"
 )
 
 // ConflictReason is the event reason for a plan with a Conflict.
@@ -100,14 +110,14 @@ func (p *Plan) Changed() bool {
 // too. Resources with an empty name are dropped. The inputs are not
 // modified. It is PlanForPod's Containers.
 func ForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) []ContainerResources {
-	return planForPod(pod, vpa, lr, false).Containers
+	return planForPod(pod, vpa, lr, Fit{}, false).Containers
 }
 
 // ForPodShared is ForPod for callers that only read the result: where
 // capping leaves a container's target as it is, its Requests is the VPA's
 // own recommendation map rather than a copy, so it must not be modified.
 func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) []ContainerResources {
-	return planForPod(pod, vpa, lr, true).Containers
+	return planForPod(pod, vpa, lr, Fit{}, true).Containers
 }
 
 // PlanForPod is ForPod with the outcome of the LimitRange check. When the
@@ -118,25 +128,48 @@ func ForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitran
 // LimitRanges winning over the VPA policy; if it would refuse that too,
 // nothing. So a plan never makes a pod uncreatable or a resize refused.
 func PlanForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) Plan {
-	return planForPod(pod, vpa, lr, false)
+	return planForPod(pod, vpa, lr, Fit{}, false)
 }
 
 // PlanForPodShared is PlanForPod with ForPodShared's sharing.
 func PlanForPodShared(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged) Plan {
-	return planForPod(pod, vpa, lr, true)
+	return planForPod(pod, vpa, lr, Fit{}, true)
+}
+
+// PlanForPodFit is PlanForPod that also fits fit: the requests are capped so
+// that the pod fits the largest node fit.Nodes holds (the node fit stage),
+// and their increase so that the namespace's ResourceQuotas still admit it
+// (fit.Quota, after the LimitRange check). The zero Fit gives PlanForPod's
+// plan.
+func PlanForPodFit(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit Fit) Plan {
+	return planForPod(pod, vpa, lr, fit, false)
+}
+
+// PlanForPodSharedFit is PlanForPodFit with ForPodShared's sharing.
+func PlanForPodSharedFit(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit Fit) Plan {
+	return planForPod(pod, vpa, lr, fit, true)
 }
 
 // planForPod runs the capping pipeline (resourcesFor) in upstream's order,
 // checks the pod it gives with Admissible and, when that would be refused,
 // runs it again in the policy-first order.
-func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, shared bool) Plan {
+func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit Fit, shared bool) Plan {
+	plan := planLimitRanges(pod, vpa, lr, fit, shared)
+	fitQuota(pod, lr, fit, &plan)
+	return plan
+}
+
+// planLimitRanges is planForPod before the quota: capping, the LimitRange
+// check and its fallback.
+func planLimitRanges(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit Fit, shared bool) Plan {
 	if pod == nil {
 		return Plan{}
 	}
 	if vpa == nil || vpa.Status.Recommendation == nil {
 		return Plan{Containers: make([]ContainerResources, len(pod.Spec.Containers))}
 	}
-	plan := Plan{Containers: resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared})}
+	var plan Plan
+	plan.Containers, plan.Node = resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared, fit: fit})
 	if (len(lr.Items) == 0 && pod.Spec.Resources == nil) || !plan.Changed() {
 		// Without LimitRanges or pod-level resources, capping keeps
 		// every request within its limit by construction.
@@ -148,13 +181,14 @@ func planForPod(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange
 	}
 	plan.Conflict = err
 	if vpa.Spec.ResourcePolicy != nil {
-		alt := resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared, policyFirst: true})
+		alt, node := resourcesFor(pod, vpa, lr, capOptions{targetOnly: true, shared: shared, policyFirst: true, fit: fit})
 		if Admissible(pod, alt, lr.Items) == nil {
-			plan.Containers = alt
+			plan.Containers, plan.Node = alt, node
 			plan.PolicyOverridden = true
 			return plan
 		}
 	}
 	plan.Containers = make([]ContainerResources, len(pod.Spec.Containers))
+	plan.Node = nil
 	return plan
 }

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/limitrange"
 )
 
@@ -38,6 +39,7 @@ func selectTargets(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *
 		bounds:   allBounds,
 		recs:     make([]*vpav1.RecommendedContainerResources, n),
 		inserted: make([]bool, n),
+		fit:      opts.fit,
 	}
 	if opts.targetOnly {
 		w.bounds = targetBound
@@ -67,8 +69,8 @@ func selectTargets(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *
 			copies[i] = vpav1.RecommendedContainerResources{ContainerName: c.Name}
 			r = &copies[i]
 			if !opts.targetOnly {
-				r.LowerBound = controlled(c.Resources.Requests.DeepCopy(), cp)
-				r.UpperBound = controlled(c.Resources.Requests.DeepCopy(), cp)
+				r.LowerBound = withoutYielded(controlled(c.Resources.Requests.DeepCopy(), cp), c.Name, opts.fit.Yield)
+				r.UpperBound = withoutYielded(controlled(c.Resources.Requests.DeepCopy(), cp), c.Name, opts.fit.Yield)
 			}
 			w.inserted[i] = true
 		case r == nil:
@@ -80,13 +82,14 @@ func selectTargets(pod *corev1.Pod, rec *vpav1.RecommendedPodResources, policy *
 		default:
 			r = r.DeepCopy()
 			target = resourceList{m: r.Target}
-			r.LowerBound = controlled(r.LowerBound, cp)
-			r.UpperBound = controlled(r.UpperBound, cp)
+			r.LowerBound = withoutYielded(controlled(r.LowerBound, cp), c.Name, opts.fit.Yield)
+			r.UpperBound = withoutYielded(controlled(r.UpperBound, cp), c.Name, opts.fit.Yield)
 		}
 		if target.shared && !opts.shared {
 			target.own()
 		}
 		target.keepControlled(cp)
+		target.dropYielded(c.Name, opts.fit.Yield)
 		r.Target = target.m
 		if opts.shared {
 			w.shared[i] = target.shared
@@ -126,6 +129,31 @@ func controlled(l corev1.ResourceList, cp *vpav1.ContainerResourcePolicy) corev1
 	}
 	for name := range l {
 		if !cp.Controls(name) {
+			delete(l, name)
+		}
+	}
+	return l
+}
+
+// dropYielded drops the resources of container that are left to an HPA
+// (hpa.Yielded), copying a shared list first.
+func (l *resourceList) dropYielded(container string, yields []hpa.Conflict) {
+	if len(yields) == 0 {
+		return
+	}
+	for name := range l.m {
+		if hpa.Yielded(yields, container, name) {
+			l.own()
+			delete(l.m, name)
+		}
+	}
+}
+
+// withoutYielded drops, from a list of its own, the resources of container
+// that are left to an HPA.
+func withoutYielded(l corev1.ResourceList, container string, yields []hpa.Conflict) corev1.ResourceList {
+	for name := range l {
+		if hpa.Yielded(yields, container, name) {
 			delete(l, name)
 		}
 	}

@@ -64,6 +64,11 @@ type working struct {
 	// notes[i] says what capped the target; notes is nil when there are
 	// none.
 	notes [][]string
+	// fit is what the node fit stage fits the pod to.
+	fit Fit
+	// nodeCap says how the node fit stage capped the target; nil when it
+	// did not.
+	nodeCap *NodeCap
 }
 
 // containerPolicy returns the VPA policy of pod container i.

@@ -34,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -409,6 +410,16 @@ func TestTrimWorkload(t *testing.T) {
 	}{
 		"deployment": {
 			in:   &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3)}, Status: appsv1.DeploymentStatus{Replicas: 3}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: parsed, Replicas: ptr.To[int32](3), Surge: 1},
+		},
+		"deployment with maxSurge 50% of 3 replicas": {
+			in: &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3),
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: ptr.To(intstr.FromString("50%"))}}}},
+			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: parsed, Replicas: ptr.To[int32](3), Surge: 2},
+		},
+		"deployment with Recreate adds no pods": {
+			in: &appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{Selector: sel, Template: template, Replicas: ptr.To[int32](3),
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}}},
 			want: &Workload{ObjectMeta: wantMeta, Kind: KindDeployment, Selector: parsed, Replicas: ptr.To[int32](3)},
 		},
 		"replicaset": {

@@ -26,7 +26,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/cache"
+
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 )
 
 // Workload is what the Resolver reads of a well-known controller: its
@@ -52,6 +55,11 @@ type Workload struct {
 	// StatefulSet or ReplicationController, status.desiredNumberScheduled of a
 	// DaemonSet; nil for the other kinds and when unset.
 	Replicas *int32
+	// Surge is how many pods a rollout of a Deployment adds beyond its
+	// replicas at once: its rolling update's maxSurge resolved against its
+	// replicas (rounded up, as the Deployment controller does), 0 for the
+	// Recreate strategy and the other kinds.
+	Surge int32
 }
 
 // LabelSelector returns the selector of the workload's pods.
@@ -90,7 +98,9 @@ func WorkloadOf(obj any) (Workload, bool) {
 	case *Workload:
 		return *o, true
 	case *appsv1.Deployment:
-		return workload(KindDeployment, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
+		w := workload(KindDeployment, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas)
+		w.Surge = deploymentSurge(o)
+		return w, true
 	case *appsv1.ReplicaSet:
 		return workload(KindReplicaSet, &o.ObjectMeta, o.Spec.Selector, o.Spec.Replicas), true
 	case *appsv1.StatefulSet:
@@ -170,4 +180,38 @@ func (w IndexerWorkloads) Workload(kind, namespace, name string) (Workload, erro
 		return Workload{}, fmt.Errorf("cached %s %s/%s is a %T", kind, namespace, name, obj)
 	}
 	return out, nil
+}
+
+// deploymentSurge is a Deployment's maxSurge resolved against its
+// replicas, with the API's defaults (RollingUpdate, 25%, one replica).
+func deploymentSurge(d *appsv1.Deployment) int32 {
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		return 0
+	}
+	surge := intstr.FromString("25%")
+	if ru := d.Spec.Strategy.RollingUpdate; ru != nil && ru.MaxSurge != nil {
+		surge = *ru.MaxSurge
+	}
+	replicas := 1
+	if d.Spec.Replicas != nil {
+		replicas = int(*d.Spec.Replicas)
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(&surge, replicas, true)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return int32(min(n, 1<<30))
+}
+
+// SurgeOf returns the Surge of the VPA's target when it is a well-known
+// controller w holds, 0 otherwise.
+func SurgeOf(w Workloads, vpa *vpav1.VerticalPodAutoscaler) int32 {
+	if w == nil || vpa == nil || vpa.Spec.TargetRef == nil {
+		return 0
+	}
+	wl, err := w.Workload(vpa.Spec.TargetRef.Kind, vpa.Namespace, vpa.Spec.TargetRef.Name)
+	if err != nil {
+		return 0
+	}
+	return wl.Surge
 }

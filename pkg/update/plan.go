@@ -17,6 +17,7 @@ limitations under the License.
 package update
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/annotations"
 	"github.com/openvpa/openvpa/pkg/limitrange"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/recommendation"
 )
 
@@ -41,6 +43,10 @@ type PlanOptions struct {
 	// sidecars, sidecar.View: the sidecars follow the containers); nil
 	// means the pod itself.
 	View func(*corev1.Pod) *corev1.Pod
+	// Fit, when set, is what a pod's plan must fit (recommendation.Fit: the
+	// nodes it may use, the namespace's quota); nil fits nothing beyond the
+	// LimitRanges, as upstream.
+	Fit func(pod *corev1.Pod) recommendation.Fit
 }
 
 // Outcome says what became of one pod.
@@ -58,6 +64,10 @@ const (
 	// LimitRangeConflict: with the recommendation the API server would
 	// refuse the pod, so neither an eviction nor a resize can give it.
 	LimitRangeConflict Outcome = "LimitRangeConflict"
+	// QuotaConflict: the namespace's ResourceQuotas would refuse the
+	// replacement (or the resize) the update needs, or leave it no more of
+	// what the recommendation raises than the pod has now.
+	QuotaConflict Outcome = "QuotaConflict"
 )
 
 // PodPlan is the decision for one pod.
@@ -83,6 +93,12 @@ type PodPlan struct {
 	Observed map[string]bool
 	// Requests are the requests the update would set, by container.
 	Requests map[string]corev1.ResourceList
+	// ReplacementFits says the namespace's ResourceQuotas admit the pod an
+	// eviction makes the controller create (while the evicted pod is still
+	// charged); true when no quota is checked.
+	ReplacementFits bool
+	// Why says why the Outcome is QuotaConflict.
+	Why string
 }
 
 // Plan decides for every pod of the VPA. It returns the decisions in
@@ -118,7 +134,11 @@ func Plan(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o PlanOptions) (
 			view = o.View(pod)
 		}
 		base := recommendation.Baseline(view)
-		capped := recommendation.Cap(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges)
+		var fit recommendation.Fit
+		if o.Fit != nil {
+			fit = o.Fit(view)
+		}
+		capped := recommendation.CapFit(base, rec, vpa.Spec.ResourcePolicy, o.LimitRanges, fit)
 		p := &PodPlan{Pod: pod, Recommendation: capped.Recommendation, CapNotes: capped.Notes, Observed: observedSet}
 		p.Input = PodInputFor(view, &capped.Recommendation, vpa.Spec.ResourcePolicy, observed, o.Now)
 		p.Decision = Decide(cfg, p.Input)
@@ -131,10 +151,14 @@ func Plan(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o PlanOptions) (
 			p.Outcome = EvictionRequirementsNotMet
 			continue
 		}
-		plan := recommendation.PlanForPod(base, vpa, o.LimitRanges)
+		plan := recommendation.PlanForPodFit(base, vpa, o.LimitRanges, fit)
 		p.Plan = &plan
 		if plan.Conflict != nil && !plan.PolicyOverridden {
 			p.Outcome = LimitRangeConflict
+			continue
+		}
+		if why := quotaConflict(vpa, view, base, &plan, fit, p); why != "" {
+			p.Outcome, p.Why = QuotaConflict, why
 			continue
 		}
 		p.Outcome = Candidate
@@ -149,4 +173,41 @@ func Plan(vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod, o PlanOptions) (
 	}
 	SortByPriority(candidates, func(p *PodPlan) Decision { return p.Decision })
 	return all, candidates
+}
+
+// quotaConflict checks a candidate's plan against the namespace's
+// ResourceQuotas (fit.Quota; nil checks nothing) and returns why the update
+// is to be left out, or "". It sets p.ReplacementFits: the pod the eviction
+// makes the controller create, with the plan, is charged while the evicted
+// pod still is, so it needs all of its totals in what the quota leaves; a
+// resize needs only its increase. The VPA's mode says which of the two the
+// update takes (InPlaceOrRecreate: either). An update is also left out when
+// the quota capped the plan to no more than the pod has now of a resource
+// it raises: the replacement would get no more (an eviction would then be
+// for nothing, and the next one would give back the increase it took).
+func quotaConflict(vpa *vpav1.VerticalPodAutoscaler, view, base *corev1.Pod, plan *recommendation.Plan, fit recommendation.Fit, p *PodPlan) string {
+	p.ReplacementFits = true
+	if fit.Quota == nil {
+		return ""
+	}
+	now := quota.TotalsOf(view)
+	planned := quota.TotalsOf(recommendation.Applied(base, plan.Containers))
+	left := fit.Quota.Left()
+	p.ReplacementFits = planned.Within(left)
+	resizeFits := planned.Sub(now).Within(left)
+	if qc := plan.Quota; qc != nil {
+		for _, name := range qc.Resources {
+			if planned.Requests.Get(name) <= now.Requests.Get(name) && planned.Limits.Get(name) <= now.Limits.Get(name) {
+				return fmt.Sprintf("ResourceQuota %s leaves no room to give the pod more %s than it has", qc.Quotas, name)
+			}
+		}
+	}
+	switch mode := vpav1.GetUpdateMode(vpa); {
+	case mode == vpav1.UpdateModeInPlace && !resizeFits,
+		mode == vpav1.UpdateModeInPlaceOrRecreate && !resizeFits && !p.ReplacementFits:
+		return fmt.Sprintf("ResourceQuota %s would refuse the resize", fit.Quota.Names())
+	case mode != vpav1.UpdateModeInPlace && mode != vpav1.UpdateModeInPlaceOrRecreate && !p.ReplacementFits:
+		return fmt.Sprintf("ResourceQuota %s would refuse the replacement pod while the evicted one terminates", fit.Quota.Names())
+	}
+	return ""
 }

@@ -36,6 +36,8 @@ import (
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/shards"
 	"github.com/openvpa/openvpa/recommender/app/options"
 	"github.com/openvpa/openvpa/recommender/estimator"
@@ -157,6 +159,14 @@ func Run(ctx context.Context, c options.Config) error {
 	}
 	if inf.HPAs, err = hpa.NewCache(cfg, nsFilter.WatchNamespace()); err != nil {
 		return err
+	}
+	if o.NodeFit {
+		if inf.Nodes, err = nodefit.NewCache(clients.Core); err != nil {
+			return err
+		}
+	}
+	if o.QuotaFit {
+		inf.Quotas = quota.NewCache(clients.Core, nsFilter.WatchNamespace())
 	}
 	reg.MustRegister(inf.Collector())
 

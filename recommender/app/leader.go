@@ -25,6 +25,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/component"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
@@ -81,19 +82,7 @@ func (l *leader) run(ctx context.Context, shardSource loop.ShardSource) error {
 		wg.Go(func() { hist.Run(ctx) })
 	}
 	modelCfg := o.ModelConfig()
-	rec := loop.New(loop.Config{
-		RecommenderName:          o.RecommenderName,
-		Namespaces:               nsFilter,
-		Interval:                 o.RecommenderInterval,
-		CheckpointsGCInterval:    o.CheckpointsGCInterval,
-		CheckpointsTimeout:       o.CheckpointsTimeout,
-		CheckpointsWriteInterval: o.CheckpointsWriteInterval,
-		MinCheckpoints:           o.MinCheckpoints,
-		Workers:                  o.UpdateWorkerCount,
-		PerVPAConfig:             o.Features.Enabled(features.PerVPAConfig),
-		Model:                    &modelCfg,
-		StatusWritesPerLoop:      writes.PerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
-	}, loop.Deps{
+	deps := loop.Deps{
 		VPAs:            inf.VPALister,
 		Pods:            inf.PodLister,
 		Resolver:        resolver,
@@ -111,7 +100,28 @@ func (l *leader) run(ctx context.Context, shardSource loop.ShardSource) error {
 		LimitRanges:     inf.LimitRanges,
 		Controllers:     resolver,
 		HPAs:            inf.HPAs.Lookup,
-	})
+		Surge:           func(vpa *vpav1.VerticalPodAutoscaler) int32 { return target.SurgeOf(inf.Targets, vpa) },
+		YieldToHPA:      o.YieldToHPA,
+	}
+	if inf.Nodes != nil {
+		deps.Nodes = inf.Nodes.RoomsByKey
+	}
+	if inf.Quotas != nil {
+		deps.Quotas = inf.Quotas.Lookup
+	}
+	rec := loop.New(loop.Config{
+		RecommenderName:          o.RecommenderName,
+		Namespaces:               nsFilter,
+		Interval:                 o.RecommenderInterval,
+		CheckpointsGCInterval:    o.CheckpointsGCInterval,
+		CheckpointsTimeout:       o.CheckpointsTimeout,
+		CheckpointsWriteInterval: o.CheckpointsWriteInterval,
+		MinCheckpoints:           o.MinCheckpoints,
+		Workers:                  o.UpdateWorkerCount,
+		PerVPAConfig:             o.Features.Enabled(features.PerVPAConfig),
+		Model:                    &modelCfg,
+		StatusWritesPerLoop:      writes.PerInterval(o.Kube.QPS, o.Kube.Burst, o.RecommenderInterval),
+	}, deps)
 	if ext, ok := usage.(*input.ExternalMetrics); ok {
 		ext.Pods = rec.MetricsQueries
 	}

@@ -79,6 +79,7 @@ func (s *State) SyncPods(ctx context.Context, list []*input.Pod, topmost Topmost
 			v.PodCount++
 			if v.Sample == nil || pod.Phase == corev1.PodRunning && v.Sample.Phase != corev1.PodRunning {
 				v.Sample = pod
+				v.LastSample = pod
 			}
 			for _, c := range pod.Containers {
 				v.Live.add(c.Name)

@@ -45,6 +45,10 @@ type VPA struct {
 	// Sample is one of the VPA's pods in the last SyncPods, nil when none:
 	// the pod the recommendation is checked against the LimitRanges with.
 	Sample *input.Pod
+	// LastSample is the Sample of the last SyncPods that had one: node fit
+	// caps the recommendation for it while the VPA has no pods, so that
+	// scaling to zero does not lift the cap.
+	LastSample *input.Pod
 	// Live are the containers of the VPA's pods in the last SyncPods.
 	Live NameSet
 	// HistoryDone is whether the VPA's history was loaded (always true

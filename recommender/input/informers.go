@@ -30,6 +30,8 @@ import (
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/limitrange"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/vpacache"
 )
@@ -52,6 +54,14 @@ type Informers struct {
 	// the HPAConflict condition. It is started with the others but not
 	// waited for (see hpa.Cache).
 	HPAs *hpa.Cache
+	// Nodes, when set before Start, caches the nodes and DaemonSet pods for
+	// node fit (--node-fit). It is started and waited for with the others:
+	// until it has synced, no recommendation would be capped.
+	Nodes *nodefit.Cache
+	// Quotas, when set before Start, caches the ResourceQuotas for the
+	// ResourceQuotaConflict condition. It is started with the others but not
+	// waited for (see quota.Cache).
+	Quotas *quota.Cache
 
 	set informers.Set
 }
@@ -97,11 +107,26 @@ func (in *Informers) Start(ctx context.Context) {
 	if in.HPAs != nil {
 		in.HPAs.Start(ctx)
 	}
+	if in.Nodes != nil {
+		in.Nodes.Start(ctx)
+	}
+	if in.Quotas != nil {
+		in.Quotas.Start(ctx)
+	}
 }
 
 // Collector counts the cached objects by resource
 // (vpa_recommender_cached_objects).
 func (in *Informers) Collector() prometheus.Collector { return in.set.Collector("vpa_recommender") }
 
-// WaitForSync blocks until every informer has synced, or ctx ends.
-func (in *Informers) WaitForSync(ctx context.Context) error { return in.set.WaitForSync(ctx) }
+// WaitForSync blocks until every informer (the node fit cache's included)
+// has synced, or ctx ends.
+func (in *Informers) WaitForSync(ctx context.Context) error {
+	if err := in.set.WaitForSync(ctx); err != nil {
+		return err
+	}
+	if in.Nodes != nil {
+		return in.Nodes.WaitForSync(ctx)
+	}
+	return nil
+}

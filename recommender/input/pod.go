@@ -18,6 +18,7 @@ package input
 
 import (
 	"encoding/json"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/openvpa/openvpa/pkg/annotations"
+	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/sidecar"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -55,6 +57,51 @@ type Pod struct {
 	// of the updater's latest in-place resize, whichever is later; zero
 	// when neither did. (metav1.Time, which semantic equality compares.)
 	Updated metav1.Time
+	// Constraints are the pod's scheduling constraints as a nodefit key
+	// ("" for none), interned: the pods of one template share one string.
+	Constraints string
+}
+
+// DaemonSet returns "namespace/name" of the DaemonSet that controls the pod,
+// "" when none does: node fit does not count its own DaemonSet's pods.
+func (p *Pod) DaemonSet() string {
+	if p.Controller == nil || p.Controller.Kind != target.KindDaemonSet || p.Controller.Group() != "apps" {
+		return ""
+	}
+	return p.Controller.Namespace + "/" + p.Controller.Name
+}
+
+// workloadConstraints are the scheduling constraints of the pod's workload:
+// the pod's own, except that the node a DaemonSet pins each of its pods to
+// (a required metadata.name field) is left out, so that all of its pods
+// share one key and the recommendation is capped to the largest node the
+// DaemonSet runs on, not to whichever node the sample pod is on. (The
+// admission controller and the updater cap each pod to its own node.)
+func workloadConstraints(p *corev1.Pod) nodefit.Constraints {
+	c := nodefit.Of(&p.Spec)
+	if c.Required == nil || nodefit.DaemonSetOf(p) == "" {
+		return c
+	}
+	var terms []corev1.NodeSelectorTerm
+	for _, t := range c.Required.NodeSelectorTerms {
+		if len(t.MatchExpressions) > 0 {
+			terms = append(terms, corev1.NodeSelectorTerm{MatchExpressions: t.MatchExpressions})
+		}
+	}
+	c.Required = nil
+	if len(terms) > 0 {
+		c.Required = &corev1.NodeSelector{NodeSelectorTerms: terms}
+	}
+	return c
+}
+
+// internKey returns key from the process's canonical copies (package
+// unique), so that equal keys share their bytes.
+func internKey(key string) string {
+	if key == "" {
+		return ""
+	}
+	return unique.Make(key).Value()
 }
 
 // Container is one container of a Pod's spec with its status.
@@ -169,10 +216,11 @@ func TrimPod(obj any) (any, error) {
 			ResourceVersion: p.ResourceVersion,
 			Labels:          p.Labels,
 		},
-		Phase:      p.Status.Phase,
-		Containers: make([]Container, len(p.Spec.Containers)),
-		Controller: controllerOf(p),
-		Updated:    updatedAt(p),
+		Phase:       p.Status.Phase,
+		Containers:  make([]Container, len(p.Spec.Containers)),
+		Controller:  controllerOf(p),
+		Updated:     updatedAt(p),
+		Constraints: internKey(workloadConstraints(p).Key()),
 	}
 	if len(p.Spec.InitContainers) > 0 {
 		out.InitContainers = make([]string, len(p.Spec.InitContainers))

@@ -52,3 +52,41 @@ func TestTrimPodKeepsTheController(t *testing.T) {
 		t.Errorf("a pod without a controller has Controller %+v", c)
 	}
 }
+
+// TestTrimPodConstraints: the pod's scheduling constraints are kept as one
+// interned key; a DaemonSet's pods, each pinned to its node, share the key
+// of their template.
+func TestTrimPodConstraints(t *testing.T) {
+	yes := true
+	daemonPod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, OwnerReferences: []metav1.OwnerReference{
+				{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", Controller: &yes}}},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"pool": "a"},
+				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{
+						{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}},
+				}}},
+			},
+		}
+	}
+	a, _ := TrimPod(daemonPod("agent-1", "n1"))
+	b, _ := TrimPod(daemonPod("agent-2", "n2"))
+	ka, kb := a.(*Pod).Constraints, b.(*Pod).Constraints
+	if ka == "" || ka != kb {
+		t.Fatalf("keys %q and %q, want one for both DaemonSet pods", ka, kb)
+	}
+	if unsafe.StringData(ka) != unsafe.StringData(kb) {
+		t.Error("equal keys are not shared")
+	}
+	if a.(*Pod).DaemonSet() != "ns/agent" {
+		t.Errorf("DaemonSet() = %q", a.(*Pod).DaemonSet())
+	}
+	pinned := daemonPod("web-1", "n1")
+	pinned.OwnerReferences[0].Kind = "ReplicaSet"
+	c, _ := TrimPod(pinned)
+	if c.(*Pod).Constraints == ka {
+		t.Error("a pod that is no DaemonSet's lost its node pin")
+	}
+}

@@ -36,6 +36,8 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/limitrange"
 	"github.com/openvpa/openvpa/pkg/namespaces"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/recommender/checkpoint"
 	"github.com/openvpa/openvpa/recommender/cluster"
@@ -141,6 +143,14 @@ type Deps struct {
 	// are known (pkg/hpa.Cache.Lookup); while they are not, HPAConflict
 	// keeps its last state. Nil means no HPAConflict is checked.
 	HPAs func(namespace string) ([]*autoscalingv2.HorizontalPodAutoscaler, bool)
+	// Nodes, Quotas and Surge are status.Sources' (node fit, the
+	// ResourceQuotaConflict condition); nil checks none.
+	Nodes  func(key, exclude string) ([]nodefit.Room, bool)
+	Quotas func(namespace string) (*quota.Room, bool)
+	Surge  func(vpa *vpav1.VerticalPodAutoscaler) int32
+	// YieldToHPA leaves a resource an HPA scales on by its utilization to
+	// the HPA (status.Sources.YieldToHPA).
+	YieldToHPA bool
 }
 
 // Recommender is the loop. Its methods must not be called concurrently.
@@ -175,11 +185,12 @@ func New(cfg Config, deps Deps) *Recommender {
 		deps.OOMs = func() []input.OOM { return nil }
 	}
 	r := &Recommender{
-		cfg:     cfg,
-		deps:    deps,
-		budget:  writes.NewBudget(cfg.StatusWritesPerLoop, cfg.MinCheckpoints, cfg.Workers),
-		bg:      &writes.Background{},
-		sources: status.Sources{Estimator: deps.Estimator, LimitRanges: deps.LimitRanges, HPAs: deps.HPAs, History: deps.History},
+		cfg:    cfg,
+		deps:   deps,
+		budget: writes.NewBudget(cfg.StatusWritesPerLoop, cfg.MinCheckpoints, cfg.Workers),
+		bg:     &writes.Background{},
+		sources: status.Sources{Estimator: deps.Estimator, LimitRanges: deps.LimitRanges, HPAs: deps.HPAs, History: deps.History,
+			Nodes: deps.Nodes, Quotas: deps.Quotas, Surge: deps.Surge, YieldToHPA: deps.YieldToHPA},
 	}
 	r.state = cluster.New(cluster.Config{
 		RecommenderName: cfg.RecommenderName,

@@ -54,6 +54,16 @@ const (
 	// ReasonHPAOnSameResource: an HPA scales the target on a resource this
 	// VPA sets.
 	ReasonHPAOnSameResource = "HPAOnSameResource"
+	// ReasonResourceYieldedToHPA: an HPA scales the target on the
+	// utilization of a resource this VPA would set, and the VPA leaves it to
+	// the HPA.
+	ReasonResourceYieldedToHPA = "ResourceYieldedToHPA"
+	// ReasonLargestEligibleNode: the target is capped to what the largest
+	// node the pods may be scheduled on holds.
+	ReasonLargestEligibleNode = "LargestEligibleNode"
+	// ReasonQuotaCapsIncrease: pods get the increase over their requests
+	// capped to what the namespace's ResourceQuotas leave.
+	ReasonQuotaCapsIncrease = "QuotaCapsIncrease"
 	// LowConfidenceThreshold is the confidence (in days of history) below
 	// which LowConfidence is set.
 	LowConfidenceThreshold = 1.0
@@ -79,8 +89,15 @@ type Facts struct {
 	// matches the VPA's pods.
 	Overlap string
 	// HPAConflict is the HPAConflict message; empty when no HPA scales the
-	// target on a resource the VPA sets.
-	HPAConflict string
+	// target on a resource the VPA sets. HPAConflictReason is its reason
+	// (ReasonHPAOnSameResource when empty).
+	HPAConflict, HPAConflictReason string
+	// CappedToNode is the RecommendationCappedToNode message; empty when
+	// the target fits a node the pods may use as it is.
+	CappedToNode string
+	// QuotaConflict is the ResourceQuotaConflict condition's reason and
+	// message; empty when the namespace's quotas admit the recommendation.
+	QuotaConflict, QuotaConflictMessage string
 }
 
 // conditionSet edits a list of conditions keyed by type, keeping the
@@ -131,7 +148,8 @@ func HasRecommendation(r *vpav1.RecommendedPodResources) bool {
 // BuildStatus returns the status the VPA should have: the recommendation,
 // the conditions (upstream's RecommendationProvided, NoPodsMatched and
 // ConfigUnsupported rules, plus LowConfidence, FetchingHistory,
-// LimitRangeConflict, OverlappingVPA and HPAConflict; conditions of other
+// LimitRangeConflict, OverlappingVPA, HPAConflict, RecommendationCappedToNode
+// and ResourceQuotaConflict; conditions of other
 // types are kept, ConfigDeprecated is removed), sorted by type with
 // unchanged transition times, and observedGeneration.
 func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1.VerticalPodAutoscalerStatus {
@@ -176,9 +194,23 @@ func BuildStatus(vpa *vpav1.VerticalPodAutoscaler, f Facts, now time.Time) vpav1
 		cs.remove(vpav1.OverlappingVPA)
 	}
 	if f.HPAConflict != "" {
-		cs.set(vpav1.HPAConflict, true, ReasonHPAOnSameResource, f.HPAConflict)
+		reason := f.HPAConflictReason
+		if reason == "" {
+			reason = ReasonHPAOnSameResource
+		}
+		cs.set(vpav1.HPAConflict, true, reason, f.HPAConflict)
 	} else {
 		cs.remove(vpav1.HPAConflict)
+	}
+	if f.CappedToNode != "" && has {
+		cs.set(vpav1.RecommendationCappedToNode, true, ReasonLargestEligibleNode, f.CappedToNode)
+	} else {
+		cs.remove(vpav1.RecommendationCappedToNode)
+	}
+	if f.QuotaConflict != "" && has {
+		cs.set(vpav1.ResourceQuotaConflict, true, f.QuotaConflict, f.QuotaConflictMessage)
+	} else {
+		cs.remove(vpav1.ResourceQuotaConflict)
 	}
 	st := vpav1.VerticalPodAutoscalerStatus{Conditions: cs.list()}
 	if has {

@@ -37,9 +37,13 @@ import (
 	"github.com/openvpa/openvpa/pkg/events"
 	"github.com/openvpa/openvpa/pkg/features"
 	"github.com/openvpa/openvpa/pkg/healthserver"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 	"github.com/openvpa/openvpa/pkg/leases"
+	"github.com/openvpa/openvpa/pkg/nodefit"
+	"github.com/openvpa/openvpa/pkg/quota"
+	"github.com/openvpa/openvpa/pkg/recommendation"
 	"github.com/openvpa/openvpa/pkg/status"
 	"github.com/openvpa/openvpa/pkg/target"
 	"github.com/openvpa/openvpa/pkg/update"
@@ -95,6 +99,23 @@ func Run(ctx context.Context, c options.Config) error {
 	recorder, stopEvents := events.NewRecorder(ctx, clients, "vpa-updater")
 	defer stopEvents()
 
+	var nodes *nodefit.Cache
+	if o.NodeFit {
+		if nodes, err = nodefit.NewCache(clients.Core); err != nil {
+			return err
+		}
+	}
+	var quotas *quota.Cache
+	if o.QuotaFit {
+		quotas = quota.NewCache(clients.Core, ns)
+	}
+	var hpas *hpa.Cache
+	if o.YieldToHPA {
+		if hpas, err = hpa.NewCache(restConfig, ns); err != nil {
+			return err
+		}
+	}
+
 	reg := healthserver.NewRegistry()
 	metrics := loop.NewMetrics(reg)
 	loopHealth := healthserver.NewLoopHealth(clk, o.UpdaterInterval)
@@ -132,6 +153,7 @@ func Run(ctx context.Context, c options.Config) error {
 		Recorder:    recorder,
 		Metrics:     metrics,
 		Clock:       clk,
+		Fit:         fitOf(nodes, quotas, hpas, workloads.Indexers),
 	})
 
 	// Only the leader runs the loop (component.Runtime). Liveness holds the
@@ -142,7 +164,7 @@ func Run(ctx context.Context, c options.Config) error {
 			Address: o.Address, Registry: reg, Profiling: o.Profiling,
 			Liveness: []healthserver.Check{{Name: "loop", Func: loopHealth.Check}},
 		},
-		Informers: &caches,
+		Informers: updaterCaches{set: &caches, nodes: nodes, quotas: quotas, hpas: hpas},
 		Election:  &component.Election{Options: o.LeaderElection, Leases: leaseClient, OnLeading: loopHealth.SetActive},
 		Clock:     clk,
 		Work: func(ctx context.Context) error {
@@ -151,6 +173,72 @@ func Run(ctx context.Context, c options.Config) error {
 		},
 	}
 	return rt.Run(ctx)
+}
+
+// fitOf returns what a VPA's pod must fit: the nodes it may use (nodes, nil
+// for none), what the namespace's quotas leave (quotas, nil for none) with
+// room for its target's surge, the resources left to an HPA (hpas, nil for
+// none).
+func fitOf(nodes *nodefit.Cache, quotas *quota.Cache, hpas *hpa.Cache, workloads target.Workloads) func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit {
+	if nodes == nil && quotas == nil && hpas == nil {
+		return nil
+	}
+	return func(vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod) recommendation.Fit {
+		var f recommendation.Fit
+		if nodes != nil {
+			if rooms, ok := nodes.Rooms(nodefit.Of(&pod.Spec), nodefit.DaemonSetOf(pod)); ok {
+				f.Nodes = rooms
+			}
+		}
+		if quotas != nil {
+			if f.Quota = quotas.Room(pod.Namespace); f.Quota != nil {
+				f.Surge = target.SurgeOf(workloads, vpa)
+			}
+		}
+		if hpas != nil {
+			if in := hpas.InNamespace(pod.Namespace); len(in) > 0 {
+				names := make([]string, len(pod.Spec.Containers))
+				for i := range pod.Spec.Containers {
+					names[i] = pod.Spec.Containers[i].Name
+				}
+				f.Yield = hpa.Yields(vpa, in, names)
+			}
+		}
+		return f
+	}
+}
+
+// updaterCaches are the updater's informers. The quota and HPA caches start
+// with them and are not waited for (see quota.Cache); the node fit cache
+// (nil without --node-fit) is.
+type updaterCaches struct {
+	set    *informers.Set
+	nodes  *nodefit.Cache
+	quotas *quota.Cache
+	hpas   *hpa.Cache
+}
+
+func (c updaterCaches) Start(ctx context.Context) {
+	c.set.Start(ctx)
+	if c.hpas != nil {
+		c.hpas.Start(ctx)
+	}
+	if c.nodes != nil {
+		c.nodes.Start(ctx)
+	}
+	if c.quotas != nil {
+		c.quotas.Start(ctx)
+	}
+}
+
+func (c updaterCaches) WaitForSync(ctx context.Context) error {
+	if err := c.set.WaitForSync(ctx); err != nil {
+		return err
+	}
+	if c.nodes != nil {
+		return c.nodes.WaitForSync(ctx)
+	}
+	return nil
 }
 
 type listerFunc[T any] func() ([]T, error)

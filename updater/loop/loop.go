@@ -131,6 +131,9 @@ type Deps struct {
 	Recorder    record.EventRecorder
 	Metrics     *Metrics
 	Clock       clock.WithTicker
+	// Fit returns what a pod of the VPA must fit besides the LimitRanges
+	// (node fit, the namespace's quota); nil fits nothing more, as upstream.
+	Fit func(vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod) recommendation.Fit
 }
 
 // Updater runs the loop.
@@ -282,6 +285,8 @@ type candidate struct {
 	resources []recommendation.ContainerResources
 	observed  map[string]bool
 	requests  map[string]corev1.ResourceList
+	// replacementFits says the quota admits the pod an eviction makes.
+	replacementFits bool
 }
 
 func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, pods []*corev1.Pod) {
@@ -308,8 +313,12 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	for key, why := range restr.Skipped {
 		logger.V(5).Info("Replica group left alone", "group", key, "reason", why)
 	}
+	var fit func(*corev1.Pod) recommendation.Fit
+	if u.d.Fit != nil {
+		fit = func(pod *corev1.Pod) recommendation.Fit { return u.d.Fit(vpa, pod) }
+	}
 	if boosting {
-		pods = u.unboost(ctx, vpa, size, restr, lr, pods)
+		pods = u.unboost(ctx, vpa, size, restr, lr, fit, pods)
 	}
 	if !mode.UpdatesRunningPods() {
 		return
@@ -322,7 +331,7 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		return
 	}
 	all, planned := update.Plan(vpa, pods, update.PlanOptions{
-		Thresholds: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now, View: u.view,
+		Thresholds: u.cfg.Priority, PerVPAConfig: u.cfg.PerVPAConfig, LimitRanges: lr, Now: now, View: u.view, Fit: fit,
 	})
 	for _, p := range all {
 		switch {
@@ -331,10 +340,14 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		case p.Plan != nil && p.Plan.Conflict != nil:
 			u.limitRangeConflict(logger, vpa, p.Pod, *p.Plan)
 		}
+		if p.Outcome == update.QuotaConflict {
+			u.quotaConflict(logger, vpa, p.Pod, p.Why)
+		}
 	}
 	candidates := make([]candidate, 0, len(planned))
 	for _, p := range planned { // most urgent first
-		candidates = append(candidates, candidate{pod: p.Pod, decision: p.Decision, resources: p.Plan.Containers, observed: p.Observed, requests: p.Requests})
+		candidates = append(candidates, candidate{pod: p.Pod, decision: p.Decision, resources: p.Plan.Containers, observed: p.Observed, requests: p.Requests,
+			replacementFits: p.ReplacementFits})
 	}
 	m.ExecutionLatency.WithLabelValues("FilterPods").Observe(u.d.Clock.Since(step).Seconds())
 
@@ -352,6 +365,12 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 	step = u.d.Clock.Now()
 	evictable, evicted := 0, 0
 	for _, c := range toEvict {
+		if !c.replacementFits {
+			// An in-place update that fell back to eviction, whose
+			// replacement the quota would refuse.
+			u.quotaConflict(logger, vpa, c.pod, "the namespace's ResourceQuotas would refuse the replacement pod while the evicted one terminates")
+			continue
+		}
 		if !restr.CanEvict(c.pod) {
 			continue
 		}
@@ -500,7 +519,8 @@ func (u *Updater) view(pod *corev1.Pod) *corev1.Pod {
 // The pods to unboost are chosen one by one, within the disruption budget,
 // then resized by up to BoostWorkers requests at once, each after the
 // in-place rate limiter.
-func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr limitrange.Merged, pods []*corev1.Pod) []*corev1.Pod {
+func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler, size string, restr *update.Restrictions, lr limitrange.Merged,
+	fit func(*corev1.Pod) recommendation.Fit, pods []*corev1.Pod) []*corev1.Pod {
 	logger := klog.FromContext(ctx)
 	m := u.d.Metrics
 	now := u.d.Clock.Now()
@@ -539,7 +559,12 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 		for i, name := range expired {
 			keys[i] = boost.Annotation(name)
 		}
-		jobs = append(jobs, &job{pod: pod, resources: unboosted(u.view(pod), vpa, lr, expired, marks), expired: expired, keys: keys})
+		view := u.view(pod)
+		var f recommendation.Fit
+		if fit != nil {
+			f = fit(view)
+		}
+		jobs = append(jobs, &job{pod: pod, resources: unboosted(view, vpa, lr, f, expired, marks), expired: expired, keys: keys})
 	}
 
 	workers := max(u.cfg.BoostWorkers, 1)
@@ -578,11 +603,11 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 // boost gives way to: the VPA's recommendation as the admission controller
 // would apply it, unless the VPA is Off or has none for the container, and
 // then the resources recorded before the boost.
-func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, expired []string, marks map[string]string) []recommendation.ContainerResources {
+func unboosted(pod *corev1.Pod, vpa *vpav1.VerticalPodAutoscaler, lr limitrange.Merged, fit recommendation.Fit, expired []string, marks map[string]string) []recommendation.ContainerResources {
 	out := make([]recommendation.ContainerResources, len(pod.Spec.Containers))
 	var plan recommendation.Plan
 	if vpav1.GetUpdateMode(vpa).PatchesNewPods() {
-		plan = recommendation.PlanForPod(recommendation.Baseline(pod), vpa, lr)
+		plan = recommendation.PlanForPodFit(recommendation.Baseline(pod), vpa, lr, fit)
 	}
 	for _, name := range expired {
 		for i := range pod.Spec.Containers {
@@ -651,4 +676,12 @@ func (u *Updater) limitRangeConflict(logger klog.Logger, vpa *vpav1.VerticalPodA
 	logger.V(5).Info("Recommendation gave way to LimitRanges", "pod", klog.KObj(pod), "reason", plan.ConflictReason(), "conflict", plan.Why())
 	u.d.Metrics.LimitRangeConflicts.WithLabelValues(plan.ConflictReason()).Inc()
 	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, plan.ConflictReason(), "Pod %s %s (%s)", pod.Name, msg, plan.Why())
+}
+
+// quotaConflict reports a pod left as it is because of the namespace's
+// ResourceQuotas: a log line and an event on the VPA (the recorder's
+// correlator folds repeats).
+func (u *Updater) quotaConflict(logger klog.Logger, vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod, why string) {
+	logger.V(2).Info("Pod not updated: ResourceQuota", "pod", klog.KObj(pod), "why", why)
+	u.d.Recorder.Eventf(vpa, corev1.EventTypeWarning, recommendation.ReasonResourceQuotaConflict, "Pod %s not updated: %s", pod.Name, why)
 }

@@ -166,6 +166,7 @@ type harness struct {
 	resizer  *fakeResizer
 	recorder *record.FakeRecorder
 	metrics  *Metrics
+	fit      func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit
 }
 
 func newHarness(t *testing.T) *harness {
@@ -197,6 +198,7 @@ func (h *harness) run() {
 		Recorder:    h.recorder,
 		Metrics:     h.metrics,
 		Clock:       testingclock.NewFakeClock(testNow),
+		Fit:         h.fit,
 	})
 	if err := u.RunOnce(context.Background()); err != nil && h.status.err == nil {
 		h.t.Fatalf("RunOnce: %v", err)

@@ -71,6 +71,15 @@ type Options struct {
 
 	MaxAllowedCPUBoost string
 
+	// NodeFit caps what pods get to the largest node they may use.
+	NodeFit bool
+	// QuotaFit caps the increase of what pods get to what the namespace's
+	// ResourceQuotas leave.
+	QuotaFit bool
+	// YieldToHPA leaves a resource an HPA scales on by its utilization to
+	// the HPA.
+	YieldToHPA bool
+
 	StatusLeaseName           string
 	StatusLeaseNamespace      string
 	StatusLeaseUpdateInterval time.Duration
@@ -116,6 +125,9 @@ func NewOptions() *Options {
 		Gates:                     features.NewGate(),
 		Logging:                   component.NewLogging(),
 		Namespace:                 ns,
+		NodeFit:                   true,
+		QuotaFit:                  true,
+		YieldToHPA:                true,
 	}
 }
 
@@ -149,6 +161,9 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.WebhookLabels, "webhook-labels", o.WebhookLabels, "Comma separated list of labels to add to the webhook object. Format: key1:value1,key2:value2")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "Name of the MutatingWebhookConfiguration the admission controller creates or updates.")
 	fs.StringVar(&o.MaxAllowedCPUBoost, "max-allowed-cpu-boost", o.MaxAllowedCPUBoost, "Maximum amount of CPU that will be applied for a container with boost.")
+	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap the requests a new pod gets so that it fits the largest node it may be scheduled on (nodeSelector, required node affinity, tolerations; allocatable less the requests of the DaemonSet pods on it and of the pod's other containers). Needs list and watch on nodes and pods; the admission controller is ready once both are cached. false gives upstream's patches")
+	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Leave a resource that a HorizontalPodAutoscaler scales the pod's workload on by its utilization (a Resource or ContainerResource metric with a Utilization target) to the HPA: new pods keep their own requests of it and get the recommendation of the others. Needs list and watch on horizontalpodautoscalers; until they are cached, nothing is left out. false sets every controlled resource, as upstream")
+	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Cap the increase of the requests (and limits) a new pod gets so that the namespace's ResourceQuotas still admit it, keeping room for as many more pods with their own requests as a rollout of its Deployment adds (maxSurge, at least one); event ResourceQuotaConflict on the VPA. Needs list and watch on resourcequotas; without them nothing is capped")
 	fs.StringVar(&o.StatusLeaseName, "status-lease-name", o.StatusLeaseName, "Name of the Lease the admission controller renews to report it is healthy.")
 	fs.StringVar(&o.StatusLeaseNamespace, "status-lease-namespace", o.StatusLeaseNamespace, "Namespace of the status Lease; empty means $NAMESPACE, else kube-system.")
 	fs.DurationVar(&o.StatusLeaseUpdateInterval, "status-lease-update-interval", o.StatusLeaseUpdateInterval, "How often the status Lease is renewed.")

@@ -367,6 +367,16 @@ const (
 	// target on cpu or memory, a resource the VPA also sets. OpenVPA sets
 	// it; upstream VPA does not.
 	HPAConflict VerticalPodAutoscalerConditionType = "HPAConflict"
+	// RecommendationCappedToNode indicates that the target (and bounds) were
+	// capped so that a pod fits the largest node it may be scheduled on; the
+	// message names the node and the uncapped values. OpenVPA sets it;
+	// upstream VPA does not.
+	RecommendationCappedToNode VerticalPodAutoscalerConditionType = "RecommendationCappedToNode"
+	// ResourceQuotaConflict indicates that pods get less of the
+	// recommendation than it asks, or keep their requests, because the
+	// namespace's ResourceQuotas leave no room for more. OpenVPA sets it;
+	// upstream VPA does not.
+	ResourceQuotaConflict VerticalPodAutoscalerConditionType = "ResourceQuotaConflict"
 )
 
 // VerticalPodAutoscalerCondition describes the state of a VPA at a certain point.

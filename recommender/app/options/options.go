@@ -83,9 +83,17 @@ type Options struct {
 	MemorySaver              bool
 	// RecommendationMetrics exports every VPA's recommendation as gauges.
 	RecommendationMetrics bool
-	Shards                int
-	ShardBy               string
-	Estimator             string
+	// NodeFit caps recommendations to the largest node the pods may use.
+	NodeFit bool
+	// QuotaFit checks recommendations against the namespaces'
+	// ResourceQuotas (the ResourceQuotaConflict condition).
+	QuotaFit bool
+	// YieldToHPA reports resources an HPA scales on by utilization as left
+	// to it (HPAConflict reason ResourceYieldedToHPA).
+	YieldToHPA bool
+	Shards     int
+	ShardBy    string
+	Estimator  string
 
 	// Estimators holds every estimator's tunables (recommendation-margin-fraction,
 	// percentiles, the peak estimator's margins, ...).
@@ -126,6 +134,9 @@ func NewOptions() *Options {
 		Estimators:               estimator.DefaultOptions(),
 		Model:                    *model.DefaultConfig(),
 		Prometheus:               promhistory.DefaultFlags(),
+		NodeFit:                  true,
+		QuotaFit:                 true,
+		YieldToHPA:               true,
 	}
 }
 
@@ -151,6 +162,9 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.IntVar(&o.Shards, "shards", o.Shards, "Divide the VPAs among the recommender's replicas in this many shards (at most 64), each held through a Lease <leader-elect-resource-name>-shard-<i> in --leader-elect-resource-namespace, with the --leader-elect-lease-duration, -renew-deadline and -retry-period timings; replicas can be added and removed at any time. 0: one replica serves every VPA (use --leader-elect for standbys). Excludes --leader-elect.")
 	fs.StringVar(&o.ShardBy, "shard-by", o.ShardBy, `How --shards divides the VPAs: "vpa" hashes each VPA's namespace/name, so every shard has VPAs of every namespace and each replica caches every pod, controller and VPA; "namespace" hashes the namespace, so all VPAs of a namespace are in one shard and each replica caches only its shards' namespaces (and lists them again when its shards change)`)
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
+	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap each VPA's target and bounds (not its uncappedTarget) so that its pods fit the largest node they may be scheduled on (nodeSelector, required node affinity, tolerations; allocatable less the requests of the DaemonSet pods on it and of the pods' other containers), and set the RecommendationCappedToNode condition. Needs list and watch on nodes and pods; the recommender is ready once both are cached. false gives upstream's numbers")
+	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Report a resource that a HorizontalPodAutoscaler scales the VPA's target on by its utilization as left to the HPA (HPAConflict reason ResourceYieldedToHPA), as the admission controller and the updater, with their --yield-to-hpa, leave it. false reports the conflict as upstream's behaviour has it: both set the resource")
+	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Set the ResourceQuotaConflict condition on a VPA whose pods the namespace's ResourceQuotas would not admit with the whole recommendation. Needs list and watch on resourcequotas; without them nothing is checked")
 
 	fs = s.FlagSet("estimator")
 	tunables.AddEstimatorFlags(fs, &o.Estimators)

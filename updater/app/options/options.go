@@ -60,6 +60,14 @@ type Options struct {
 	AdmissionControllerLeaseNS      string
 	AdmissionControllerLeaseTimeout time.Duration
 	ConcurrentCPUStartupBoostSyncs  int
+	// NodeFit caps updates to the largest node a pod may use.
+	NodeFit bool
+	// QuotaFit keeps updates within what the namespaces' ResourceQuotas
+	// leave.
+	QuotaFit bool
+	// YieldToHPA leaves a resource an HPA scales on by its utilization to
+	// the HPA.
+	YieldToHPA bool
 }
 
 // NewOptions returns the defaults.
@@ -82,6 +90,9 @@ func NewOptions() *Options {
 		AdmissionControllerLeaseName:    status.DefaultLeaseName,
 		AdmissionControllerLeaseTimeout: status.DefaultTimeout,
 		ConcurrentCPUStartupBoostSyncs:  1,
+		NodeFit:                         true,
+		QuotaFit:                        true,
+		YieldToHPA:                      true,
 	}
 }
 
@@ -105,6 +116,9 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.Address, "address", o.Address, "The address to expose Prometheus metrics and health checks.")
 	fs.BoolVar(&o.Profiling, "profiling", o.Profiling, "Is debug/pprof endpoint enabled")
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Record every update decision as events, logs and metrics without evicting or resizing any pod.")
+	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap the requests an eviction or resize gives a pod so that it fits the largest node it may be scheduled on, as the admission controller's --node-fit does. Needs list and watch on nodes and pods; the updater is ready once both are cached. false gives upstream's updates")
+	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Leave a resource that a HorizontalPodAutoscaler scales the VPA's target on by its utilization to the HPA, as the admission controller's --yield-to-hpa does: updates neither set it nor are made for it. Needs list and watch on horizontalpodautoscalers; until they are cached, nothing is left out. false sets every controlled resource, as upstream")
+	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Cap the increase an update gives a pod to what the namespace's ResourceQuotas leave, as the admission controller's --resource-quota-fit does, and neither evict a pod whose replacement the quotas would refuse (the evicted pod is still charged while it terminates) nor resize one whose increase they would refuse; event ResourceQuotaConflict on the VPA. Needs list and watch on resourcequotas; without them nothing is checked")
 	fs.StringVar(&o.AdmissionControllerLeaseName, "admission-controller-status-lease-name", o.AdmissionControllerLeaseName, "The name of the lease the admission controller renews to report its status.")
 	fs.StringVar(&o.AdmissionControllerLeaseNS, "admission-controller-status-lease-namespace", o.AdmissionControllerLeaseNS, "The namespace of the admission controller status lease; empty means $NAMESPACE, else kube-system.")
 	fs.DurationVar(&o.AdmissionControllerLeaseTimeout, "admission-controller-status-lease-timeout", o.AdmissionControllerLeaseTimeout, "How long after its last renewal the admission controller status lease counts as valid.")
