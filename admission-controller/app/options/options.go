@@ -71,6 +71,10 @@ type Options struct {
 
 	MaxAllowedCPUBoost string
 
+	// ShutdownDrainTimeout bounds how long the webhook serves on after
+	// SIGTERM, waiting to leave its Service's endpoints; zero disables it.
+	ShutdownDrainTimeout time.Duration
+
 	StatusLeaseName           string
 	StatusLeaseNamespace      string
 	StatusLeaseUpdateInterval time.Duration
@@ -89,6 +93,11 @@ type Options struct {
 	// Namespace is the admission controller's own namespace ($NAMESPACE, or kube-system).
 	Namespace string
 }
+
+// DefaultShutdownDrainTimeout is --shutdown-drain-timeout's default: with
+// the webhook server's own drain (5s), within a pod's default termination
+// grace period (30s).
+const DefaultShutdownDrainTimeout = 20 * time.Second
 
 // NewOptions returns upstream's defaults.
 func NewOptions() *Options {
@@ -110,6 +119,7 @@ func NewOptions() *Options {
 		RegisterWebhook:           true,
 		WebhookTimeoutSeconds:     30,
 		WebhookConfigName:         "vpa-webhook-config",
+		ShutdownDrainTimeout:      DefaultShutdownDrainTimeout,
 		StatusLeaseName:           status.DefaultLeaseName,
 		StatusLeaseUpdateInterval: status.DefaultInterval,
 		Kube:                      kubeclient.NewOptions("vpa-admission-controller"),
@@ -148,6 +158,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.BoolVar(&o.WebhookFailurePolicyFail, "webhook-failure-policy-fail", o.WebhookFailurePolicyFail, "If set to true, will configure the admission webhook failurePolicy to \"Fail\". Use with caution.")
 	fs.StringVar(&o.WebhookLabels, "webhook-labels", o.WebhookLabels, "Comma separated list of labels to add to the webhook object. Format: key1:value1,key2:value2")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "Name of the MutatingWebhookConfiguration the admission controller creates or updates.")
+	fs.DurationVar(&o.ShutdownDrainTimeout, "shutdown-drain-timeout", o.ShutdownDrainTimeout, "On SIGTERM, how long the admission controller, reporting not ready, keeps serving until its pod is no longer a ready endpoint of --webhook-service (plus a second for the API server to notice) before it stops serving. Keep it below the pod's terminationGracePeriodSeconds minus 5s. 0 stops serving at once.")
 	fs.StringVar(&o.MaxAllowedCPUBoost, "max-allowed-cpu-boost", o.MaxAllowedCPUBoost, "Maximum amount of CPU that will be applied for a container with boost.")
 	fs.StringVar(&o.StatusLeaseName, "status-lease-name", o.StatusLeaseName, "Name of the Lease the admission controller renews to report it is healthy.")
 	fs.StringVar(&o.StatusLeaseNamespace, "status-lease-namespace", o.StatusLeaseNamespace, "Namespace of the status Lease; empty means $NAMESPACE, else kube-system.")
@@ -228,6 +239,9 @@ func (o *Options) Validate() []error {
 	}
 	if _, err := o.MaxCPUBoost(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ShutdownDrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-drain-timeout must not be negative, got %v", o.ShutdownDrainTimeout))
 	}
 	if o.StatusLeaseUpdateInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--status-lease-update-interval must be positive, got %v", o.StatusLeaseUpdateInterval))
