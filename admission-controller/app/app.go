@@ -40,6 +40,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/openvpa/openvpa/admission-controller/app/options"
+	"github.com/openvpa/openvpa/admission-controller/endpoints"
 	"github.com/openvpa/openvpa/admission-controller/pod"
 	"github.com/openvpa/openvpa/admission-controller/vpa"
 	"github.com/openvpa/openvpa/admission-controller/webhook"
@@ -194,6 +195,10 @@ func Run(ctx context.Context, c options.Config) error {
 		return fmt.Errorf("listening on port %d: %w", o.Port, err)
 	}
 	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
+	lameduck, err := newLameduck(restConfig, o)
+	if err != nil {
+		return err
+	}
 
 	rt := &component.Runtime{
 		Health: healthserver.Options{
@@ -207,6 +212,7 @@ func Run(ctx context.Context, c options.Config) error {
 			return serveHTTPS(ctx, httpsServer, tls.NewListener(ln, tlsConfig))
 		}}},
 		Informers: admissionCaches{set: &caches, hpas: hpas, nodes: nodes, quotas: quotas},
+		Lameduck:  lameduck,
 		Work: func(ctx context.Context) error {
 			if o.RegisterWebhook {
 				if err := register(ctx, c, restConfig, certs); err != nil {
@@ -253,6 +259,38 @@ func (c admissionCaches) WaitForSync(ctx context.Context) error {
 		return c.nodes.WaitForSync(ctx)
 	}
 	return nil
+}
+
+// newLameduck makes the webhook serve on after SIGTERM until its pod has
+// left the webhook Service's ready endpoints, so that the API server sends
+// no review to a closed port (see endpoints.Waiter); nil with
+// --shutdown-drain-timeout=0.
+func newLameduck(restConfig *rest.Config, o *options.Options) (*component.Lameduck, error) {
+	if o.ShutdownDrainTimeout <= 0 {
+		return nil, nil
+	}
+	client, err := endpoints.NewLister(restConfig)
+	if err != nil {
+		return nil, err
+	}
+	eo := endpoints.Options{Namespace: o.Namespace, Service: o.WebhookService, Pod: podName()}
+	if o.RegisterByURL {
+		eo.Service = "" // the API server calls a URL, not the Service
+	}
+	return &component.Lameduck{Wait: endpoints.NewWaiter(client, eo).Wait, Timeout: o.ShutdownDrainTimeout}, nil
+}
+
+// podName is this pod's name: $POD_NAME (the downward API), else the host
+// name; empty outside a pod.
+func podName() string {
+	if name := os.Getenv("POD_NAME"); name != "" {
+		return name
+	}
+	if os.Getenv("KUBERNETES_SERVICE_HOST") == "" {
+		return ""
+	}
+	name, _ := os.Hostname()
+	return name
 }
 
 // httpsDrainTimeout bounds how long the webhook server drains on shutdown.

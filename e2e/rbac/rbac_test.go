@@ -139,6 +139,11 @@ func TestComponentPermissions(t *testing.T) {
 			{"watch", "resourcequotas", ns, true},
 			{"get", "pods", ns, false},
 			{"update", "nodes", "", false},
+			// its webhook Service's EndpointSlices, in its own namespace only
+			{"list", "endpointslices.discovery.k8s.io", "kube-system", true},
+			{"watch", "endpointslices.discovery.k8s.io", "kube-system", true},
+			{"list", "endpointslices.discovery.k8s.io", ns, false},
+			{"update", "endpointslices.discovery.k8s.io", "kube-system", false},
 			// must not: upstream deletes and recreates the webhook; this one never does
 			{"delete", "mutatingwebhookconfigurations.admissionregistration.k8s.io", "", false},
 			{"create", "pods#eviction", ns, false},

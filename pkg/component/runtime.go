@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -72,9 +73,10 @@ type Election struct {
 // healthy standby is live.
 //
 // The runtime stops when ctx ends, when the Work returns or when a server
-// stops, in this order: the Work stops first (and a leader releases its
-// Lease), then the servers drain, then the informers stop. Run returns the
-// first error.
+// stops, in this order: readiness fails at once ("shutting down"), the Work
+// stops (a leader releases its Lease), when ctx ended the servers go on
+// serving until the Lameduck lets them go, then the servers drain, then
+// the informers stop. Run returns the first error.
 type Runtime struct {
 	// Health configures the metrics and health server. Run adds the
 	// "informers" readiness check and, with an Election, the
@@ -96,10 +98,27 @@ type Runtime struct {
 	// hold (the recommender sharded by namespace caches its shards'
 	// namespaces). Readiness waits for them all the same.
 	SyncInWork bool
-	// Clock is the leader-election watchdog's clock; nil for the real one.
-	Clock clock.PassiveClock
+	// Lameduck, when set, keeps the servers serving after ctx ended while
+	// the component is taken out of rotation.
+	Lameduck *Lameduck
+	// Clock is the clock of the leader-election watchdog and of the
+	// Lameduck's bound; nil for the real one.
+	Clock clock.Clock
 
-	synced atomic.Bool
+	synced   atomic.Bool
+	stopping atomic.Bool
+}
+
+// Lameduck is the shutdown phase between the end of the root context and
+// the servers' drain: the component reports not ready and goes on serving
+// until whoever routes traffic to it (a Service's endpoints) has stopped
+// doing so, so no client meets a closed port.
+type Lameduck struct {
+	// Wait blocks until the servers may stop, or until ctx ends when
+	// Timeout passed. Its error is logged, never returned by Run.
+	Wait func(ctx context.Context) error
+	// Timeout bounds Wait; zero or less skips the phase.
+	Timeout time.Duration
 }
 
 // Run runs the component until ctx ends, the Work returns or a server
@@ -110,13 +129,21 @@ func (r *Runtime) Run(ctx context.Context) error {
 		return err
 	}
 	// Three lifetimes: the work's ends first (ctx, or a failure); the
-	// servers' and the caches' outlive ctx and end in turn after it.
+	// servers' and the caches' outlive ctx and end in turn after it, the
+	// servers' after the Lameduck when ctx ended.
 	workCtx, stopWork := context.WithCancel(ctx)
 	defer stopWork()
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopServing()
 	cacheCtx, stopCaches := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCaches()
+
+	// Readiness fails the moment the component starts stopping.
+	stopMarking := context.AfterFunc(ctx, func() { r.stopping.Store(true) })
+	defer stopMarking()
+
+	serverStopped, markServerStopped := context.WithCancel(context.Background())
+	defer markServerStopped()
 
 	var first firstError
 	var serving sync.WaitGroup
@@ -128,6 +155,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 			if err := s.Serve(serveCtx); err != nil {
 				first.set(fmt.Errorf("%s: %w", s.Name, err))
 			}
+			markServerStopped()
 			stopWork()
 		})
 	}
@@ -135,7 +163,17 @@ func (r *Runtime) Run(ctx context.Context) error {
 		r.Informers.Start(cacheCtx)
 	}
 	first.set(r.work(workCtx, election))
+	r.stopping.Store(true)
 	stopWork()
+	if ctx.Err() != nil {
+		// Stopped from outside: serve on, not ready, until the Lameduck
+		// lets the servers go (or one of them stops on its own).
+		lameduckCtx, stopLameduck := context.WithCancel(serveCtx)
+		stopWatching := context.AfterFunc(serverStopped, stopLameduck)
+		r.lameduck(lameduckCtx)
+		stopWatching()
+		stopLameduck()
+	}
 	stopServing()
 	serving.Wait()
 	stopCaches()
@@ -149,17 +187,13 @@ func (r *Runtime) Run(ctx context.Context) error {
 // and the election's options with the watchdog and the leader metric.
 func (r *Runtime) prepare() (healthserver.Options, leaderelection.Options, error) {
 	health := r.Health
-	health.Readiness = append([]healthserver.Check{{Name: "informers", Func: r.cachesSynced}}, r.Health.Readiness...)
+	health.Readiness = append([]healthserver.Check{{Name: "shutdown", Func: r.running}, {Name: "informers", Func: r.cachesSynced}}, r.Health.Readiness...)
 	health.Liveness = append([]healthserver.Check(nil), r.Health.Liveness...)
 	if r.Election == nil {
 		return health, leaderelection.Options{}, nil
 	}
 	election := r.Election.Options
-	clk := r.Clock
-	if clk == nil {
-		clk = clock.RealClock{}
-	}
-	election.Watchdog = leaderelection.NewWatchdog(clk, election.LeaseDuration)
+	election.Watchdog = leaderelection.NewWatchdog(r.clock(), election.LeaseDuration)
 	health.Liveness = append(health.Liveness, healthserver.Check{Name: "leader-election", Func: election.Watchdog.Check})
 	setLeader, err := leaderelection.LeaderMetric(health.Registry, election.ResourceName)
 	if err != nil {
@@ -211,6 +245,47 @@ func (r *Runtime) WaitForSync(ctx context.Context) error {
 		logger.Info("Informer caches synced")
 	}
 	r.synced.Store(true)
+	return nil
+}
+
+func (r *Runtime) clock() clock.Clock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// lameduck runs the Lameduck's Wait, bounded by its Timeout; it returns at
+// once without one, and when ctx ends (a server stopped).
+func (r *Runtime) lameduck(ctx context.Context) {
+	if r.Lameduck == nil || r.Lameduck.Wait == nil || r.Lameduck.Timeout <= 0 {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	logger.Info("Shutting down: not ready, serving until taken out of rotation", "timeout", r.Lameduck.Timeout)
+	waitCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- r.Lameduck.Wait(waitCtx) }()
+	timer := r.clock().NewTimer(r.Lameduck.Timeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		if err != nil && ctx.Err() == nil {
+			logger.Error(err, "Waiting to be taken out of rotation failed; stopping the servers")
+		}
+	case <-timer.C():
+		logger.Info("Stopping the servers: still in rotation after the timeout", "timeout", r.Lameduck.Timeout)
+	case <-ctx.Done():
+	}
+}
+
+// running is the "shutdown" readiness check: it fails once the component
+// is stopping.
+func (r *Runtime) running() error {
+	if r.stopping.Load() {
+		return errors.New("shutting down")
+	}
 	return nil
 }
 

@@ -35,6 +35,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/openvpa/openvpa/pkg/healthserver"
@@ -106,14 +107,34 @@ func testHealth() healthserver.Options {
 	return healthserver.Options{Address: "127.0.0.1:0", Registry: healthserver.NewRegistry()}
 }
 
+// lameduckWait records when it starts and returns, and returns when
+// released or when its ctx ends.
+func lameduckWait(ev *events, release <-chan struct{}) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ev.add("lameduck waiting")
+		select {
+		case <-release:
+			ev.add("lameduck released")
+		case <-ctx.Done():
+			ev.add("lameduck cancelled")
+		}
+		return nil
+	}
+}
+
 func TestRunStopsInOrder(t *testing.T) {
 	ev := &events{}
 	inf := newFakeInformers(ev)
 	working := make(chan struct{})
+	release := make(chan struct{})
+	health := testHealth()
+	health.Address = freeAddress(t)
 	r := &Runtime{
-		Health:    testHealth(),
+		Health:    health,
 		Servers:   []Server{recordingServer(ev, nil, nil)},
 		Informers: inf,
+		Lameduck:  &Lameduck{Wait: lameduckWait(ev, release), Timeout: 20 * time.Second},
+		Clock:     testingclock.NewFakeClock(time.Now()),
 		Work: func(ctx context.Context) error {
 			ev.add("work started")
 			close(working)
@@ -137,17 +158,132 @@ func TestRunStopsInOrder(t *testing.T) {
 	}
 	close(inf.synced)
 	<-working
-	if err := r.cachesSynced(); err != nil {
-		t.Errorf("not ready once the caches synced: %v", err)
-	}
+	waitFor(t, func() bool { return probe("http://"+health.Address+"/readyz") == nil })
 	cancel()
+	// Not ready at once, while the servers still serve.
+	waitFor(t, func() bool { return slices.Contains(ev.get(), "lameduck waiting") })
+	err := probe("http://" + health.Address + "/readyz")
+	if err == nil || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "shutting down") {
+		t.Errorf("/readyz while shutting down: %v, want 503 shutting down", err)
+	}
+	if got := ev.get(); slices.Contains(got, "server drained") {
+		t.Errorf("the servers stopped before the lameduck let them go: %v", got)
+	}
+	close(release)
 	if err := <-done; err != nil {
 		t.Errorf("Run() = %v after the root context ended, want nil", err)
 	}
 	<-inf.stopped
-	want := []string{"informers started", "work started", "work stopped", "server drained", "informers stopped"}
+	want := []string{"informers started", "work started", "work stopped", "lameduck waiting", "lameduck released", "server drained", "informers stopped"}
 	if got := ev.get(); !slices.Equal(got, want) {
 		t.Errorf("events %v, want %v", got, want)
+	}
+}
+
+// TestLameduck: after the root context ends the runtime is not ready at
+// once, and its servers serve until the lameduck's wait returns or its
+// timeout passes; a stop from within skips it.
+func TestLameduck(t *testing.T) {
+	const timeout = 20 * time.Second
+	serverErr := errors.New("port in use")
+	tests := map[string]struct {
+		lameduck bool
+		timeout  time.Duration
+		// stop ends the lameduck, once it waits, through release, the
+		// fake clock or the server's failure.
+		stop       func(release, fail chan struct{}, clk *testingclock.FakeClock)
+		workFails  bool
+		wantEvents []string
+		wantErr    string
+	}{
+		"the wait returns": {
+			lameduck: true, timeout: timeout,
+			stop:       func(release, _ chan struct{}, _ *testingclock.FakeClock) { close(release) },
+			wantEvents: []string{"work stopped", "lameduck waiting", "lameduck released", "server drained"},
+		},
+		"the timeout passes": {
+			lameduck: true, timeout: timeout,
+			stop: func(_, _ chan struct{}, clk *testingclock.FakeClock) {
+				clk.Step(timeout - time.Millisecond)
+				clk.Step(time.Millisecond)
+			},
+			wantEvents: []string{"work stopped", "lameduck waiting", "lameduck cancelled", "server drained"},
+		},
+		"a server stops on its own": {
+			lameduck: true, timeout: timeout,
+			stop:       func(_, fail chan struct{}, _ *testingclock.FakeClock) { close(fail) },
+			wantEvents: []string{"work stopped", "lameduck waiting", "lameduck cancelled"},
+			wantErr:    "test server: port in use",
+		},
+		"no lameduck": {
+			wantEvents: []string{"work stopped", "server drained"},
+		},
+		"a zero timeout skips it": {
+			lameduck: true, timeout: 0,
+			wantEvents: []string{"work stopped", "server drained"},
+		},
+		"the work stops on its own": {
+			lameduck: true, timeout: timeout, workFails: true,
+			wantEvents: []string{"work stopped", "server drained"},
+			wantErr:    "boom",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ev := &events{}
+			release, fail := make(chan struct{}), make(chan struct{})
+			clk := testingclock.NewFakeClock(time.Now())
+			r := &Runtime{
+				Health:  testHealth(),
+				Servers: []Server{recordingServer(ev, fail, serverErr)},
+				Clock:   clk,
+			}
+			if tc.lameduck {
+				r.Lameduck = &Lameduck{Wait: lameduckWait(ev, release), Timeout: tc.timeout}
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			working := make(chan struct{})
+			r.Work = func(ctx context.Context) error {
+				close(working)
+				if tc.workFails {
+					ev.add("work stopped")
+					return errors.New("boom")
+				}
+				<-ctx.Done()
+				ev.add("work stopped")
+				return nil
+			}
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			<-working
+			if !tc.workFails {
+				if err := r.running(); err != nil {
+					t.Errorf("not running before the stop: %v", err)
+				}
+				cancel()
+			}
+			if tc.stop != nil {
+				waitFor(t, func() bool { return slices.Contains(ev.get(), "lameduck waiting") && clk.HasWaiters() })
+				if err := r.running(); err == nil {
+					t.Error("ready while the lameduck waits")
+				}
+				if got := ev.get(); slices.Contains(got, "server drained") {
+					t.Errorf("the servers stopped while the lameduck waits: %v", got)
+				}
+				tc.stop(release, fail, clk)
+			}
+			err := <-done
+			if got := errString(err); got != tc.wantErr {
+				t.Errorf("Run() = %q, want %q", got, tc.wantErr)
+			}
+			if err := r.running(); err == nil {
+				t.Error("ready after the stop")
+			}
+			if got := ev.get(); !slices.Equal(got, tc.wantEvents) {
+				t.Errorf("events %v, want %v", got, tc.wantEvents)
+			}
+		})
 	}
 }
 

@@ -79,6 +79,9 @@ type Options struct {
 	// YieldToHPA leaves a resource an HPA scales on by its utilization to
 	// the HPA.
 	YieldToHPA bool
+	// ShutdownDrainTimeout bounds how long the webhook serves on after
+	// SIGTERM, waiting to leave its Service's endpoints; zero disables it.
+	ShutdownDrainTimeout time.Duration
 
 	StatusLeaseName           string
 	StatusLeaseNamespace      string
@@ -98,6 +101,11 @@ type Options struct {
 	// Namespace is the admission controller's own namespace ($NAMESPACE, or kube-system).
 	Namespace string
 }
+
+// DefaultShutdownDrainTimeout is --shutdown-drain-timeout's default: with
+// the webhook server's own drain (5s), within a pod's default termination
+// grace period (30s).
+const DefaultShutdownDrainTimeout = 20 * time.Second
 
 // NewOptions returns upstream's defaults.
 func NewOptions() *Options {
@@ -119,6 +127,7 @@ func NewOptions() *Options {
 		RegisterWebhook:           true,
 		WebhookTimeoutSeconds:     30,
 		WebhookConfigName:         "vpa-webhook-config",
+		ShutdownDrainTimeout:      DefaultShutdownDrainTimeout,
 		StatusLeaseName:           status.DefaultLeaseName,
 		StatusLeaseUpdateInterval: status.DefaultInterval,
 		Kube:                      kubeclient.NewOptions("vpa-admission-controller"),
@@ -160,6 +169,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.BoolVar(&o.WebhookFailurePolicyFail, "webhook-failure-policy-fail", o.WebhookFailurePolicyFail, "If set to true, will configure the admission webhook failurePolicy to \"Fail\". Use with caution.")
 	fs.StringVar(&o.WebhookLabels, "webhook-labels", o.WebhookLabels, "Comma separated list of labels to add to the webhook object. Format: key1:value1,key2:value2")
 	fs.StringVar(&o.WebhookConfigName, "webhook-config-name", o.WebhookConfigName, "Name of the MutatingWebhookConfiguration the admission controller creates or updates.")
+	fs.DurationVar(&o.ShutdownDrainTimeout, "shutdown-drain-timeout", o.ShutdownDrainTimeout, "On SIGTERM, how long the admission controller, reporting not ready, keeps serving until its pod is no longer a ready endpoint of --webhook-service (plus a second for the API server to notice) before it stops serving. Keep it below the pod's terminationGracePeriodSeconds minus 5s. 0 stops serving at once.")
 	fs.StringVar(&o.MaxAllowedCPUBoost, "max-allowed-cpu-boost", o.MaxAllowedCPUBoost, "Maximum amount of CPU that will be applied for a container with boost.")
 	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap the requests a new pod gets so that it fits the largest node it may be scheduled on (nodeSelector, required node affinity, tolerations; allocatable less the requests of the DaemonSet pods on it and of the pod's other containers). Needs list and watch on nodes and pods; the admission controller is ready once both are cached. false gives upstream's patches")
 	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Leave a resource that a HorizontalPodAutoscaler scales the pod's workload on by its utilization (a Resource or ContainerResource metric with a Utilization target) to the HPA: new pods keep their own requests of it and get the recommendation of the others. Needs list and watch on horizontalpodautoscalers; until they are cached, nothing is left out. false sets every controlled resource, as upstream")
@@ -243,6 +253,9 @@ func (o *Options) Validate() []error {
 	}
 	if _, err := o.MaxCPUBoost(); err != nil {
 		errs = append(errs, err)
+	}
+	if o.ShutdownDrainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--shutdown-drain-timeout must not be negative, got %v", o.ShutdownDrainTimeout))
 	}
 	if o.StatusLeaseUpdateInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--status-lease-update-interval must be positive, got %v", o.StatusLeaseUpdateInterval))

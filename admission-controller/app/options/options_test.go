@@ -51,6 +51,7 @@ func TestDefaults(t *testing.T) {
 		"webhook-labels":                "",
 		"webhook-config-name":           "vpa-webhook-config",
 		"max-allowed-cpu-boost":         "",
+		"shutdown-drain-timeout":        "20s",
 		"status-lease-name":             "vpa-admission-controller",
 		"status-lease-namespace":        "",
 		"status-lease-update-interval":  "10s",
@@ -94,6 +95,8 @@ func TestValidate(t *testing.T) {
 		"zero read timeout":    {args: []string{"--read-timeout=0s"}, wantErr: "--read-timeout"},
 		"negative write":       {args: []string{"--write-timeout=-1s"}, wantErr: "--write-timeout"},
 		"zero idle timeout":    {args: []string{"--idle-timeout=0s"}, wantErr: "--idle-timeout"},
+		"no shutdown drain":    {args: []string{"--shutdown-drain-timeout=0s"}},
+		"negative drain":       {args: []string{"--shutdown-drain-timeout=-1s"}, wantErr: "--shutdown-drain-timeout"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
