@@ -263,3 +263,35 @@ func Condition(v *vpav1.VerticalPodAutoscaler, typ vpav1.VerticalPodAutoscalerCo
 	}
 	return nil
 }
+
+// RealNodeLabel is the real node's label and the key of its NoSchedule taint (hack/cluster/node.sh).
+const RealNodeLabel = "openvpa.io/real-node"
+
+// MemhogImage is the workload image imported into the real node's containerd (make images).
+const MemhogImage = "ghcr.io/openvpa/memhog:local"
+
+// MemhogOnRealNode is a one-replica Deployment of memhog with args, pinned to the real node,
+// whose container "hog" has requests and limits.
+func MemhogOnRealNode(ns, name string, args []string, requests, limits corev1.ResourceList) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	replicas, grace := int32(1), int64(2)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector:                  map[string]string{RealNodeLabel: "true"},
+					Tolerations:                   []corev1.Toleration{{Key: RealNodeLabel, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+					TerminationGracePeriodSeconds: &grace,
+					Containers: []corev1.Container{{
+						Name: "hog", Image: MemhogImage, ImagePullPolicy: corev1.PullNever, Args: args,
+						Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
+					}},
+				},
+			},
+		},
+	}
+}

@@ -54,9 +54,7 @@ import (
 )
 
 const (
-	system    = "kube-system"
-	nodeLabel = "openvpa.io/real-node"
-	memhog    = "ghcr.io/openvpa/memhog:local"
+	system = "kube-system"
 	// loopInterval is the recommender's and the updater's --*-interval in deploy/ (the default).
 	loopInterval = time.Minute
 	// leaseDuration is --leader-elect-lease-duration in deploy/ (the default).
@@ -179,26 +177,7 @@ func (e *env) restarts(t *testing.T) map[string]int32 {
 
 // workload is a memhog Deployment on the real node.
 func workload(ns, name string, args []string, requests, limits corev1.ResourceList) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{nodeLabel: "true"},
-					Tolerations:                   []corev1.Toleration{{Key: nodeLabel, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "hog", Image: memhog, ImagePullPolicy: corev1.PullNever, Args: args,
-						Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits},
-					}},
-				},
-			},
-		},
-	}
+	return framework.MemhogOnRealNode(ns, name, args, requests, limits)
 }
 
 // createWorkload creates the Deployment and its VPA. The VPA allows updates of a single

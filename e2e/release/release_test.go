@@ -59,8 +59,7 @@ const (
 	releaseNS   = "openvpa-system"
 	releaseName = "openvpa" // the README's
 	chartName   = "vertical-pod-autoscaler"
-	nodeLabel   = "openvpa.io/real-node"
-	memhog      = "ghcr.io/openvpa/memhog:local"
+	nodeLabel   = framework.RealNodeLabel
 	// The host's side of the real node's veth (hack/cluster/node.sh) and its network namespace.
 	hostAddr  = "10.200.0.1"
 	nodeNetns = "/run/netns/openvpa-node"
@@ -395,28 +394,10 @@ func (e *env) checkPulled(t *testing.T, m manifest) {
 	}
 }
 
+// workload is memhog on the real node, below the pod minimums (25m, 250Mi): the updater evicts
+// it at once.
 func workload(ns, name string) *appsv1.Deployment {
-	labels := map[string]string{"app": name}
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					NodeSelector:                  map[string]string{nodeLabel: "true"},
-					Tolerations:                   []corev1.Toleration{{Key: nodeLabel, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
-					TerminationGracePeriodSeconds: ptr.To[int64](2),
-					Containers: []corev1.Container{{
-						Name: "hog", Image: memhog, ImagePullPolicy: corev1.PullNever, Args: []string{"--memory=30Mi", "--cpu=50m"},
-						// Below the pod minimums (25m, 250Mi): the updater evicts it at once.
-						Resources: corev1.ResourceRequirements{Requests: framework.Resources("10m", "20Mi")},
-					}},
-				},
-			},
-		},
-	}
+	return framework.MemhogOnRealNode(ns, name, []string{"--memory=30Mi", "--cpu=50m"}, framework.Resources("10m", "20Mi"), nil)
 }
 
 func TestReleaseFromARegistry(t *testing.T) {
