@@ -14,9 +14,10 @@
 # limitations under the License.
 
 # Runs every test of the main module (unit, integration and e2e), of hack/tools/images, of
-# hack/tools/helm and of hack/tools/upstream-vpa (OpenVPA's recommender against upstream's code). The e2e packages need the local control plane, so it is brought up first (built
-# on a fresh machine, reused when running); if it cannot start, the run fails here and says why
-# instead of letting e2e tests skip.
+# hack/tools/helm and of hack/tools/upstream-vpa (OpenVPA's recommender against upstream's code).
+# The e2e packages need the local control plane, so it is brought up first (built on a fresh
+# machine, reused when running); if it cannot start, the run fails here and says why instead of
+# letting e2e tests skip.
 #
 #   hack/test.sh                 (or: make test)
 #   hack/test.sh -run TestOOM    extra arguments go to go test
