@@ -195,7 +195,7 @@ func Run(ctx context.Context, c options.Config) error {
 		return fmt.Errorf("listening on port %d: %w", o.Port, err)
 	}
 	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
-	lameduck, err := newLameduck(restConfig, o)
+	lameduck, err := newLameduck(restConfig, o, httpsServer)
 	if err != nil {
 		return err
 	}
@@ -265,7 +265,7 @@ func (c admissionCaches) WaitForSync(ctx context.Context) error {
 // left the webhook Service's ready endpoints, so that the API server sends
 // no review to a closed port (see endpoints.Waiter); nil with
 // --shutdown-drain-timeout=0.
-func newLameduck(restConfig *rest.Config, o *options.Options) (*component.Lameduck, error) {
+func newLameduck(restConfig *rest.Config, o *options.Options, srv *http.Server) (*component.Lameduck, error) {
 	if o.ShutdownDrainTimeout <= 0 {
 		return nil, nil
 	}
@@ -277,7 +277,17 @@ func newLameduck(restConfig *rest.Config, o *options.Options) (*component.Lamedu
 	if o.RegisterByURL {
 		eo.Service = "" // the API server calls a URL, not the Service
 	}
-	return &component.Lameduck{Wait: endpoints.NewWaiter(client, eo).Wait, Timeout: o.ShutdownDrainTimeout}, nil
+	wait := endpoints.NewWaiter(client, eo).Wait
+	return &component.Lameduck{Wait: func(ctx context.Context) error {
+		// Every response from now on says Connection: close, so the API server
+		// opens a new connection, which the Service routes to a ready pod, for
+		// its next review: a kept-alive connection to this pod would otherwise
+		// be reused until the server closes it, and a review sent on it at that
+		// moment fails (a POST is not retried) and the pod is admitted
+		// unpatched.
+		srv.SetKeepAlivesEnabled(false)
+		return wait(ctx)
+	}, Timeout: o.ShutdownDrainTimeout}, nil
 }
 
 // podName is this pod's name: $POD_NAME (the downward API), else the host
