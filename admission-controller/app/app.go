@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -194,8 +195,9 @@ func Run(ctx context.Context, c options.Config) error {
 	if err != nil {
 		return fmt.Errorf("listening on port %d: %w", o.Port, err)
 	}
-	httpsServer := webhook.NewHTTPServer(ctx, server, tlsConfig, o.HTTPOptions())
-	lameduck, err := newLameduck(restConfig, o, httpsServer)
+	var closing atomic.Bool
+	httpsServer := webhook.NewHTTPServer(ctx, closeWhenShuttingDown(server, &closing), tlsConfig, o.HTTPOptions())
+	lameduck, err := newLameduck(restConfig, o, &closing)
 	if err != nil {
 		return err
 	}
@@ -265,7 +267,7 @@ func (c admissionCaches) WaitForSync(ctx context.Context) error {
 // left the webhook Service's ready endpoints, so that the API server sends
 // no review to a closed port (see endpoints.Waiter); nil with
 // --shutdown-drain-timeout=0.
-func newLameduck(restConfig *rest.Config, o *options.Options, srv *http.Server) (*component.Lameduck, error) {
+func newLameduck(restConfig *rest.Config, o *options.Options, closing *atomic.Bool) (*component.Lameduck, error) {
 	if o.ShutdownDrainTimeout <= 0 {
 		return nil, nil
 	}
@@ -279,15 +281,25 @@ func newLameduck(restConfig *rest.Config, o *options.Options, srv *http.Server) 
 	}
 	wait := endpoints.NewWaiter(client, eo).Wait
 	return &component.Lameduck{Wait: func(ctx context.Context) error {
-		// Every response from now on says Connection: close, so the API server
-		// opens a new connection, which the Service routes to a ready pod, for
-		// its next review: a kept-alive connection to this pod would otherwise
-		// be reused until the server closes it, and a review sent on it at that
-		// moment fails (a POST is not retried) and the pod is admitted
-		// unpatched.
-		srv.SetKeepAlivesEnabled(false)
+		closing.Store(true)
 		return wait(ctx)
 	}, Timeout: o.ShutdownDrainTimeout}, nil
+}
+
+// closeWhenShuttingDown answers Connection: close once closing is set, so
+// that the API server sends its next review on a new connection, which the
+// Service routes to a ready pod. A kept-alive connection to this pod would
+// otherwise be reused until the server closes it, and a review sent on it as
+// it closes fails (a POST is not retried): the pod is admitted unpatched.
+// Idle connections are not closed here, for the same reason; they close at
+// the drain, by when the API server uses newer connections to other pods.
+func closeWhenShuttingDown(h http.Handler, closing *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if closing.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // podName is this pod's name: $POD_NAME (the downward API), else the host

@@ -18,8 +18,12 @@ package app
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/openvpa/openvpa/pkg/component/componenttest"
@@ -65,4 +69,29 @@ func TestKlogFileFlags(t *testing.T) {
 // TestVersion: --version prints the binary's name and version and exits 0.
 func TestVersion(t *testing.T) {
 	componenttest.CheckVersion(t, Name)
+}
+
+// TestCloseWhenShuttingDown: once shutting down, every response tells the
+// client to close its connection, so the API server's next review goes out
+// on a new connection, to a ready pod; before, connections are kept alive.
+func TestCloseWhenShuttingDown(t *testing.T) {
+	var closing atomic.Bool
+	srv := httptest.NewServer(closeWhenShuttingDown(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}), &closing))
+	defer srv.Close()
+	for _, tc := range []struct {
+		closing   bool
+		wantClose bool
+	}{{false, false}, {true, true}} {
+		closing.Store(tc.closing)
+		resp, err := srv.Client().Post(srv.URL, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.Close != tc.wantClose {
+			t.Errorf("closing=%v: response asks to close the connection: %v, want %v", tc.closing, resp.Close, tc.wantClose)
+		}
+	}
 }
