@@ -256,7 +256,9 @@ func (r *Runtime) clock() clock.Clock {
 }
 
 // lameduck runs the Lameduck's Wait, bounded by its Timeout; it returns at
-// once without one, and when ctx ends (a server stopped).
+// once without one, and when ctx ends (a server stopped). When the bound or
+// ctx ends the wait, the Wait is cancelled and lameduck returns once it has
+// returned.
 func (r *Runtime) lameduck(ctx context.Context) {
 	if r.Lameduck == nil || r.Lameduck.Wait == nil || r.Lameduck.Timeout <= 0 {
 		return
@@ -276,7 +278,10 @@ func (r *Runtime) lameduck(ctx context.Context) {
 		}
 	case <-timer.C():
 		logger.Info("Stopping the servers: still in rotation after the timeout", "timeout", r.Lameduck.Timeout)
+		cancel()
+		<-done // the Wait ends before the servers drain, and leaves nothing behind
 	case <-ctx.Done():
+		<-done
 	}
 }
 
