@@ -197,7 +197,7 @@ func Run(ctx context.Context, c options.Config) error {
 	}
 	var closing atomic.Bool
 	httpsServer := webhook.NewHTTPServer(ctx, closeWhenShuttingDown(server, &closing), tlsConfig, o.HTTPOptions())
-	lameduck, err := newLameduck(restConfig, o, &closing)
+	lameduck, err := newLameduck(restConfig, c, &closing)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,11 @@ func (c admissionCaches) WaitForSync(ctx context.Context) error {
 // left the webhook Service's ready endpoints, so that the API server sends
 // no review to a closed port (see endpoints.Waiter); nil with
 // --shutdown-drain-timeout=0.
-func newLameduck(restConfig *rest.Config, o *options.Options, closing *atomic.Bool) (*component.Lameduck, error) {
+//
+// With --register-webhook, the last replica to stop then deletes the
+// registration (see unregisterIfLast).
+func newLameduck(restConfig *rest.Config, c options.Config, closing *atomic.Bool) (*component.Lameduck, error) {
+	o := c.Options
 	if o.ShutdownDrainTimeout <= 0 {
 		return nil, nil
 	}
@@ -279,11 +283,47 @@ func newLameduck(restConfig *rest.Config, o *options.Options, closing *atomic.Bo
 	if o.RegisterByURL {
 		eo.Service = "" // the API server calls a URL, not the Service
 	}
-	wait := endpoints.NewWaiter(client, eo).Wait
+	waiter := endpoints.NewWaiter(client, eo)
+	var configs webhook.Configurations
+	if o.RegisterWebhook && !o.RegisterByURL {
+		if configs, err = webhook.NewConfigurations(restConfig); err != nil {
+			return nil, err
+		}
+	}
 	return &component.Lameduck{Wait: func(ctx context.Context) error {
 		closing.Store(true)
-		return wait(ctx)
+		if err := waiter.Wait(ctx); err != nil {
+			return err
+		}
+		if configs != nil {
+			unregisterIfLast(ctx, waiter, configs, registration(c, nil))
+		}
+		return nil
 	}, Timeout: o.ShutdownDrainTimeout}, nil
+}
+
+// unregisterIfLast deletes the webhook registration when no other replica
+// of the webhook Service remains: a scale to zero, an uninstall, or the
+// last replica's node drained. A registration left behind calls a Service
+// without endpoints, and the API server then holds every pod creation in
+// the cluster for the webhook's whole timeout. During a rolling update the
+// replacement replicas are endpoints of the Service (ready or starting), so
+// the registration stays; a replica that starts registers again. When the
+// EndpointSlices cannot be read, it stays too.
+func unregisterIfLast(ctx context.Context, waiter *endpoints.Waiter, configs webhook.Configurations, reg webhook.Registration) {
+	logger := klog.FromContext(ctx)
+	others, err := waiter.Others(ctx)
+	if err != nil {
+		logger.Error(err, "Cannot tell whether other replicas remain; keeping the webhook registration")
+		return
+	}
+	if others {
+		logger.V(2).Info("Other replicas remain; keeping the webhook registration")
+		return
+	}
+	if _, err := webhook.Unregister(ctx, configs, reg); err != nil {
+		logger.Error(err, "The last replica could not remove the webhook registration")
+	}
 }
 
 // closeWhenShuttingDown answers Connection: close once closing is set, so

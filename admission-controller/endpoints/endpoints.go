@@ -193,3 +193,33 @@ func (w *Waiter) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// Others reports whether an EndpointSlice of the Service lists a pod other
+// than this one that is not terminating: a replica that serves, or one
+// that is starting and will. A terminating pod does not count, so that
+// replicas stopping together (a scale to zero, an uninstall) each see that
+// none remains. When the pod is not behind a Service (empty options) it
+// reports true: nothing can be said of the others, so nothing is removed.
+func (w *Waiter) Others(ctx context.Context) (bool, error) {
+	o := w.o
+	if o.Namespace == "" || o.Service == "" || o.Pod == "" {
+		return true, nil
+	}
+	list, err := w.client.ListEndpointSlices(ctx, o.Namespace, discoveryv1.LabelServiceName+"="+o.Service)
+	if err != nil {
+		return true, err
+	}
+	for _, slice := range list.Items {
+		for _, ep := range slice.Endpoints {
+			ref := ep.TargetRef
+			if ref == nil || ref.Kind != "Pod" || ref.Name == o.Pod {
+				continue
+			}
+			if ep.Conditions.Terminating != nil && *ep.Conditions.Terminating {
+				continue
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -93,10 +93,7 @@ func (h *harness) run(o Options) {
 	t := h.t
 	o.Clock = h.clock
 	o.Interval, o.Margin, o.Fallback = interval, margin, fallback
-	slices := h.client.DiscoveryV1()
-	w := NewWaiter(ListFunc(func(ctx context.Context, namespace, selector string) (*discoveryv1.EndpointSliceList, error) {
-		return slices.EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	}), o)
+	w := NewWaiter(fakeLister(h.client), o)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	t.Cleanup(cancel)
@@ -294,4 +291,60 @@ func TestNewListerListsTheServicesSlices(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Endpoints[0].TargetRef.Name != pod {
 		t.Errorf("list %+v, want the one slice", list.Items)
 	}
+}
+
+func TestOthers(t *testing.T) {
+	terminating := func(s *discoveryv1.EndpointSlice, i int) *discoveryv1.EndpointSlice {
+		s.Endpoints[i].Conditions.Terminating = ptr.To(true)
+		return s
+	}
+	tests := []struct {
+		name   string
+		o      Options
+		slices []runtime.Object
+		want   bool
+	}{
+		{"only this pod", Options{Namespace: ns, Service: service, Pod: pod},
+			[]runtime.Object{slice("a", service, endpoint{pod, ptr.To(false)})}, false},
+		{"no slice at all", Options{Namespace: ns, Service: service, Pod: pod}, nil, false},
+		{"a ready replica", Options{Namespace: ns, Service: service, Pod: pod},
+			[]runtime.Object{slice("a", service, endpoint{pod, ptr.To(false)}, endpoint{"other", ptr.To(true)})}, true},
+		{"a starting replica, not ready yet", Options{Namespace: ns, Service: service, Pod: pod},
+			[]runtime.Object{slice("a", service, endpoint{pod, ptr.To(false)}), slice("b", service, endpoint{"new", ptr.To(false)})}, true},
+		{"the other replica terminates too", Options{Namespace: ns, Service: service, Pod: pod},
+			[]runtime.Object{terminating(slice("a", service, endpoint{pod, ptr.To(false)}, endpoint{"other", ptr.To(false)}), 1)}, false},
+		{"another Service's pod", Options{Namespace: ns, Service: service, Pod: pod},
+			[]runtime.Object{slice("a", "unrelated", endpoint{"other", ptr.To(true)})}, false},
+		{"not in a pod", Options{Namespace: ns, Service: service}, nil, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset(tc.slices...)
+			w := NewWaiter(fakeLister(client), tc.o)
+			got, err := w.Others(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("Others() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestOthersListError(t *testing.T) {
+	w := NewWaiter(ListFunc(func(context.Context, string, string) (*discoveryv1.EndpointSliceList, error) {
+		return nil, errors.New("forbidden")
+	}), Options{Namespace: ns, Service: service, Pod: pod})
+	got, err := w.Others(context.Background())
+	if err == nil || !got {
+		t.Errorf("Others() = %v, %v; want true and the error, so that nothing is removed", got, err)
+	}
+}
+
+// fakeLister lists the EndpointSlices of a fake clientset.
+func fakeLister(client *fake.Clientset) Lister {
+	return ListFunc(func(ctx context.Context, namespace, selector string) (*discoveryv1.EndpointSliceList, error) {
+		return client.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	})
 }

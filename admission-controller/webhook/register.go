@@ -114,6 +114,7 @@ type Configurations interface {
 	Create(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.CreateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
 	Update(ctx context.Context, c *admissionregistrationv1.MutatingWebhookConfiguration, opts metav1.UpdateOptions) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*admissionregistrationv1.MutatingWebhookConfiguration, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 }
 
 // NewConfigurations returns the Configurations client over a lean REST
@@ -177,6 +178,50 @@ func Register(ctx context.Context, api Configurations, r Registration) error {
 		}
 		return wrap(err, "updating", want.Name)
 	}
+}
+
+// Unregister deletes the configuration Register maintains, when it still
+// calls this admission controller: its vpa.k8s.io webhook calls r's Service
+// (or URL). A configuration that calls something else, or that is missing,
+// is left as it is. The delete has the UID and resourceVersion read as
+// preconditions, so a configuration changed since (a new replica that
+// registered again) stays. It reports whether it deleted.
+func Unregister(ctx context.Context, api Configurations, r Registration) (bool, error) {
+	have, err := api.Get(ctx, r.ConfigName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap(err, "reading", r.ConfigName)
+	}
+	if !callsUs(have, r) {
+		klog.FromContext(ctx).Info("Leaving the MutatingWebhookConfiguration: it calls another webhook", "name", r.ConfigName)
+		return false, nil
+	}
+	err = api.Delete(ctx, r.ConfigName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &have.UID, ResourceVersion: &have.ResourceVersion}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, wrap(err, "deleting", r.ConfigName)
+	}
+	klog.FromContext(ctx).Info("Deleted the MutatingWebhookConfiguration", "name", r.ConfigName)
+	return true, nil
+}
+
+// callsUs tells whether the vpa.k8s.io webhook of c calls r's Service or URL.
+func callsUs(c *admissionregistrationv1.MutatingWebhookConfiguration, r Registration) bool {
+	for _, w := range c.Webhooks {
+		if w.Name != WebhookName {
+			continue
+		}
+		cc := w.ClientConfig
+		if r.URL != "" {
+			return cc.URL != nil && *cc.URL == r.URL
+		}
+		return cc.Service != nil && cc.Service.Namespace == r.ServiceNamespace && cc.Service.Name == r.ServiceName
+	}
+	return false
 }
 
 // PatchCABundle sets the caBundle of the vpa.k8s.io webhook in the named

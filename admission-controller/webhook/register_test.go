@@ -19,6 +19,7 @@ package webhook
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -26,9 +27,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/openvpa/openvpa/pkg/kubeclient/kubeclienttest"
 )
@@ -220,5 +223,60 @@ func TestConfigurationsClient(t *testing.T) {
 		if got != want[i] {
 			t.Errorf("request %d: %s, want %s", i, got, want[i])
 		}
+	}
+}
+
+func TestUnregister(t *testing.T) {
+	ours := Registration{ConfigName: "cfg", ServiceNamespace: "vpa", ServiceName: "vpa-webhook", TimeoutSeconds: 5}
+	theirs := ours
+	theirs.ServiceName = "another-webhook"
+	byURL := Registration{ConfigName: "cfg", URL: "https://127.0.0.1:9443"}
+	tests := []struct {
+		name     string
+		existing *admissionregistrationv1.MutatingWebhookConfiguration
+		reg      Registration
+		conflict bool
+		deleted  bool
+	}{
+		{"ours", ours.Config(), ours, false, true},
+		{"ours by URL", byURL.Config(), byURL, false, true},
+		{"missing", nil, ours, false, false},
+		{"calls another Service", theirs.Config(), ours, false, false},
+		{"calls a URL, not our Service", byURL.Config(), ours, false, false},
+		{"changed since it was read", ours.Config(), ours, true, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			if tc.existing != nil {
+				tc.existing.UID = "uid-1"
+				tc.existing.ResourceVersion = "7"
+				client = fake.NewClientset(tc.existing)
+			}
+			if tc.conflict {
+				client.PrependReactor("delete", "mutatingwebhookconfigurations", func(clienttesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewConflict(admissionregistrationv1.Resource("mutatingwebhookconfigurations"), "cfg", errors.New("precondition failed"))
+				})
+			}
+			deleted, err := Unregister(context.Background(), client.AdmissionregistrationV1().MutatingWebhookConfigurations(), tc.reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if deleted != tc.deleted {
+				t.Errorf("deleted = %v, want %v", deleted, tc.deleted)
+			}
+			_, err = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "cfg", metav1.GetOptions{})
+			if gone := apierrors.IsNotFound(err); tc.existing != nil && gone != tc.deleted {
+				t.Errorf("configuration gone = %v, want %v", gone, tc.deleted)
+			}
+			for _, a := range client.Actions() {
+				if d, ok := a.(clienttesting.DeleteActionImpl); ok {
+					p := d.DeleteOptions.Preconditions
+					if p == nil || p.UID == nil || *p.UID != "uid-1" || p.ResourceVersion == nil || *p.ResourceVersion != "7" {
+						t.Errorf("delete preconditions %+v, want the UID and resourceVersion read", p)
+					}
+				}
+			}
+		})
 	}
 }
