@@ -44,16 +44,16 @@ if ! hack/cluster/up.sh; then
   exit 1
 fi
 
-echo "==> go test ./... but e2e/realnode and e2e/release (e2e packages share the cluster above, one namespace per test)"
+echo "==> go test ./... but e2e/realnode, e2e/faults and e2e/release (e2e packages share the cluster above, one namespace per test)"
 # -count=1: never replay cached results. The e2e tests' outcome depends on the cluster, which Go's
 # test cache cannot see, so a cached pass proves nothing about this run.
-mapfile -t packages < <(go list ./... | grep -v -e '/e2e/realnode$' -e '/e2e/release$')
+mapfile -t packages < <(go list ./... | grep -v -e '/e2e/realnode$' -e '/e2e/faults$' -e '/e2e/release$')
 go test -count=1 -timeout="${TEST_TIMEOUT:-60m}" "$@" "${packages[@]}"
 
 # deploy/ as shipped and a released chart act on every namespace, so their tests on the real node
 # run alone, one package after the other.
-echo "==> go test ./e2e/realnode ./e2e/release (deploy/ and a release on the real node, alone)"
-go test -count=1 -p 1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./e2e/realnode/ ./e2e/release/
+echo "==> go test ./e2e/realnode ./e2e/faults ./e2e/release (deploy/, its faults and a release on the real node, alone)"
+go test -count=1 -p 1 -timeout="${TEST_TIMEOUT:-60m}" "$@" ./e2e/realnode/ ./e2e/faults/ ./e2e/release/
 
 # The fuzz targets, each for a fixed number of inputs on top of its seed corpus (which the go test above
 # already ran). A failing input is written under the package's testdata/fuzz/<target>/; keep it

@@ -56,6 +56,19 @@ func (u *upstreamCluster) requireGone(t *testing.T, objects ...string) {
 	}
 }
 
+// requireOurWebhookRegistration checks that vpa-webhook-config is the one deploy/ ships, with
+// its 5 s timeout, and not upstream's (30 s), which step 1 deletes.
+func (u *upstreamCluster) requireOurWebhookRegistration(t *testing.T) {
+	t.Helper()
+	cfg, err := u.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "vpa-webhook-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("OpenVPA's webhook registration: %v", err)
+	}
+	if len(cfg.Webhooks) != 1 || cfg.Webhooks[0].TimeoutSeconds == nil || *cfg.Webhooks[0].TimeoutSeconds != 5 {
+		t.Errorf("vpa-webhook-config is not deploy/'s (timeout 5 s): %+v", cfg.Webhooks)
+	}
+}
+
 // requireSelector checks the pod selector of a kube-system Deployment.
 func (u *upstreamCluster) requireSelector(t *testing.T, name string, want map[string]string) {
 	t.Helper()
@@ -108,7 +121,8 @@ func TestFromManifests(t *testing.T) {
 	u.runPath(t, pathManifests, "")
 	requireSame(t, u.c, u.ns, u.saved)
 	u.requireStored(t, "v1beta2", "v1")
-	u.requireGone(t, append(upstreamOnlyRBAC, "mutatingwebhookconfiguration/vpa-webhook-config")...)
+	u.requireGone(t, upstreamOnlyRBAC...)
+	u.requireOurWebhookRegistration(t)
 	u.requireSelector(t, "vpa-recommender", map[string]string{"app": "vpa-recommender"})
 	u.c.Kubectl(t, "get", "clusterrole", "openvpa:recommender:actor")
 }
