@@ -457,7 +457,7 @@ func (s *suite) drain(t *testing.T) {
 	defer s.c.Kubectl(t, "uncordon", framework.RealNodeName)
 	if err == nil {
 		t.Errorf("the drain evicted every replica of the components despite their disruption budgets:\n%s", out)
-	} else if !strings.Contains(out, "disruption budget") {
+	} else if !strings.Contains(out+err.Error(), "disruption budget") {
 		t.Errorf("the drain failed for another reason than the disruption budgets: %v\n%s", err, out)
 	}
 	for _, name := range framework.ShippedComponents {
