@@ -150,6 +150,12 @@ func (e *env) noEvent(t *testing.T, reasons ...string) {
 func TestCPULeftToHPA(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
+	ctx := context.Background()
+	web := framework.Workload{Name: "web", Containers: []framework.Container{{Name: "app", Requests: rl("100m", "64Mi")}}}.Deployment(e.ns)
+	web.Spec.Replicas = ptr.To[int32](0)
+	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Create(ctx, web, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	e.createHPA(t, 80, 2, 2)
 	e.createVPA(t, nil, rl("300m", "128Mi"))
 	e.c.StartScopedAdmission(t, e.ns)
@@ -163,7 +169,7 @@ func TestCPULeftToHPA(t *testing.T) {
 		r := p.Spec.Containers[0].Resources.Requests
 		return r.Cpu().Cmp(resource.MustParse("100m")) == 0 && r.Memory().Cmp(resource.MustParse("128Mi")) == 0, nil
 	})
-	e.c.CreateDeployment(t, e.ns, framework.Workload{Name: "web", Replicas: 2, Containers: []framework.Container{{Name: "app", Requests: rl("100m", "64Mi")}}})
+	// The HPA (minReplicas 2) scales the Deployment up.
 	pods := e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodRunning)
 	for _, p := range pods {
 		r := p.Spec.Containers[0].Resources.Requests
@@ -212,7 +218,7 @@ func TestScalePointKept(t *testing.T) {
 		if err != nil {
 			return false, err
 		}
-		return currentUtilization(h) == 50 && h.Status.DesiredReplicas == 2, nil
+		return near(currentUtilization(h), 50) && h.Status.DesiredReplicas == 2, nil
 	})
 
 	e.createVPA(t, map[string]string{hpa.ModeAnnotation: hpa.ModeScalePoint}, rl("400m", "64Mi"))
@@ -252,14 +258,14 @@ func TestScalePointKept(t *testing.T) {
 		target, _ := hpa.UtilizationTarget(h, corev1.ResourceCPU, "")
 		return running >= 2 && target == 25, nil
 	})
-	// The controller now measures 25% of 400m against the target of 25%:
-	// the same 2 replicas.
+	// The controller now measures 100m of 400m, 25%, against the target of
+	// 25%: the same 2 replicas (at 50% it would want 4).
 	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
 		h, err := hpas.Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return false, err
 		}
-		if h.Status.ObservedGeneration == nil || *h.Status.ObservedGeneration != h.Generation || currentUtilization(h) != 25 {
+		if h.Status.ObservedGeneration == nil || *h.Status.ObservedGeneration != h.Generation || !near(currentUtilization(h), 25) {
 			return false, nil
 		}
 		if h.Status.DesiredReplicas != 2 {
@@ -279,6 +285,10 @@ func TestScalePointKept(t *testing.T) {
 		t.Errorf("events on the VPA: %v", seen)
 	}
 }
+
+// near allows for metrics-server's rate of KWOK's usage being a millicore
+// off.
+func near(got, want int32) bool { return got >= want-1 && got <= want+1 }
 
 func currentUtilization(h *autoscalingv2.HorizontalPodAutoscaler) int32 {
 	for _, m := range h.Status.CurrentMetrics {
