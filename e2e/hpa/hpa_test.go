@@ -169,7 +169,11 @@ func TestCPULeftToHPA(t *testing.T) {
 		r := p.Spec.Containers[0].Resources.Requests
 		return r.Cpu().Cmp(resource.MustParse("100m")) == 0 && r.Memory().Cmp(resource.MustParse("128Mi")) == 0, nil
 	})
-	// The HPA (minReplicas 2) scales the Deployment up.
+	// An HPA leaves a Deployment at 0 replicas alone: scale it to the
+	// HPA's 2.
+	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	pods := e.c.WaitForPods(t, e.ns, "app=web", 2, framework.PodRunning)
 	for _, p := range pods {
 		r := p.Spec.Containers[0].Resources.Requests
