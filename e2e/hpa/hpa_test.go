@@ -169,6 +169,16 @@ func TestCPULeftToHPA(t *testing.T) {
 		r := p.Spec.Containers[0].Resources.Requests
 		return r.Cpu().Cmp(resource.MustParse("100m")) == 0 && r.Memory().Cmp(resource.MustParse("128Mi")) == 0, nil
 	})
+	// The updater's HPA cache is not waited for: let it run a few loops
+	// before there are pods to update.
+	upd := e.runUpdater(t)
+	loops := func() int { return strings.Count(upd.Log(), "Updater loop done") }
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		if exited, err := upd.Exited(); exited {
+			return false, fmt.Errorf("updater exited: %v", err)
+		}
+		return loops() >= 3, nil
+	})
 	// An HPA leaves a Deployment at 0 replicas alone: scale it to the
 	// HPA's 2.
 	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`), metav1.PatchOptions{}); err != nil {
@@ -182,14 +192,14 @@ func TestCPULeftToHPA(t *testing.T) {
 		}
 	}
 	before := e.podUIDs(t)
-	upd := e.runUpdater(t)
 	// Five loops that each saw the pods (without the yield, the first
 	// would evict one of them for its cpu).
+	seen := loops()
 	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		if exited, err := upd.Exited(); exited {
 			return false, fmt.Errorf("updater exited: %v", err)
 		}
-		return strings.Count(upd.Log(), "Updater loop done") >= 5, nil
+		return loops() >= seen+5, nil
 	})
 	if after := e.podUIDs(t); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("pods changed from %v to %v", before, after)
