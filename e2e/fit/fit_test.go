@@ -349,6 +349,21 @@ func TestUpdaterDoesNotEvictIntoQuotaRefusal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.StartScopedAdmission(t, ns)
+	upd := c.RunComponent(t, framework.Component{
+		Binary: c.BuildBinary(t, "./updater"),
+		Args: []string{"--vpa-object-namespace=" + ns, "--updater-interval=2s", "--address=127.0.0.1:0",
+			"--admission-controller-status-lease-namespace=" + ns, "--v=4"},
+		ServiceAccount: "kube-system/vpa-updater",
+	})
+	// The updater's quota cache is not waited for: let it run a few loops
+	// before the VPA recommends anything.
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		if exited, err := upd.Exited(); exited {
+			return false, fmt.Errorf("updater exited: %v", err)
+		}
+		return strings.Count(upd.Log(), "Updater loop done") >= 3, nil
+	})
 	target := rl("400m", "64Mi")
 	created.Status.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
 		{ContainerName: "app", Target: target, LowerBound: target, UpperBound: target, UncappedTarget: target},
@@ -356,13 +371,6 @@ func TestUpdaterDoesNotEvictIntoQuotaRefusal(t *testing.T) {
 	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	c.StartScopedAdmission(t, ns)
-	c.RunComponent(t, framework.Component{
-		Binary: c.BuildBinary(t, "./updater"),
-		Args: []string{"--vpa-object-namespace=" + ns, "--updater-interval=2s", "--address=127.0.0.1:0",
-			"--admission-controller-status-lease-namespace=" + ns, "--v=4"},
-		ServiceAccount: "kube-system/vpa-updater",
-	})
 
 	// The updater's own event says the quota stopped it.
 	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
