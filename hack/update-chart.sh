@@ -16,7 +16,8 @@
 # Copies deploy/crds and deploy/rbac into the Helm chart (files/crds, files/rbac), which templates
 # them for the release's namespace, and the monitoring kit's alerts and dashboard
 # (deploy/components/monitoring/rules.yaml, dashboard.json) into files/monitoring, which
-# templates read as they are; generates the chart's values.schema.json and README.md from the
+# templates read as they are, and the RBAC of deploy/components/hpa-scale-point into
+# files/hpa-scale-point (rendered with updater.hpaScalePoint); generates the chart's values.schema.json and README.md from the
 # comments of its values.yaml (hack/tools/helm/chartdocs). hack/verify-chart.sh checks all of them.
 set -euo pipefail
 
@@ -27,6 +28,9 @@ for part in crds rbac; do
   mkdir -p "${CHART}/files/${part}"
   cp "${ROOT}/deploy/${part}/"*.yaml "${CHART}/files/${part}/"
 done
+rm -rf "${CHART}/files/hpa-scale-point"
+mkdir -p "${CHART}/files/hpa-scale-point"
+cp "${ROOT}/deploy/components/hpa-scale-point/rbac.yaml" "${CHART}/files/hpa-scale-point/rbac.yaml"
 rm -rf "${CHART}/files/monitoring"
 mkdir -p "${CHART}/files/monitoring"
 for f in rules.yaml dashboard.json; do

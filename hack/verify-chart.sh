@@ -32,6 +32,10 @@ for part in crds rbac; do
     failed=1
   fi
 done
+if ! cmp -s "${ROOT}/deploy/components/hpa-scale-point/rbac.yaml" "${CHART}/files/hpa-scale-point/rbac.yaml"; then
+  echo "${CHART#"${ROOT}"/}/files/hpa-scale-point/rbac.yaml differs from deploy/components/hpa-scale-point/rbac.yaml; run hack/update-chart.sh" >&2
+  failed=1
+fi
 for f in rules.yaml dashboard.json; do
   if ! cmp -s "${ROOT}/deploy/components/monitoring/${f}" "${CHART}/files/monitoring/${f}"; then
     echo "${CHART#"${ROOT}"/}/files/monitoring/${f} differs from deploy/components/monitoring/${f}; run hack/update-chart.sh" >&2
@@ -50,6 +54,7 @@ fi
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.certManager.enabled=true \
   --set admissionController.certManager.createSelfSignedIssuer.enabled=true
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.tls.existingSecret=vpa-tls-certs
+"${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set updater.hpaScalePoint=true
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set admissionController.registerWebhook=true \
   --set admissionController.replicas=1
 "${ROOT}/hack/helm.sh" lint --strict "${CHART}" --set metrics.service.enabled=true --set serviceMonitor.enabled=true \

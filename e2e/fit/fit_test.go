@@ -25,9 +25,6 @@ package fit
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,7 +37,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/openvpa/openvpa/admission-controller/webhook"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	"github.com/openvpa/openvpa/e2e/framework"
@@ -260,7 +256,7 @@ func TestQuotaCapsAdmissionPatch(t *testing.T) {
 	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	startAdmission(t, c, ns)
+	c.StartScopedAdmission(t, ns)
 
 	// The quota leaves 1500m; the pod asks 500m of its own, and room for
 	// one more such pod is kept: 1000m.
@@ -308,55 +304,108 @@ func TestQuotaCapsAdmissionPatch(t *testing.T) {
 	}
 }
 
-// startAdmission runs the admission controller as its ServiceAccount,
-// registered by URL under a webhook configuration of the test's own and
-// scoped to the namespace, and waits until it is ready and registered.
-func startAdmission(t *testing.T, c *framework.Cluster, ns string) {
-	t.Helper()
-	certDir := t.TempDir()
-	if err := webhook.GenerateSelfSigned(certDir, []string{"127.0.0.1"}, time.Hour); err != nil {
+// TestUpdaterDoesNotEvictIntoQuotaRefusal: the namespace's quota leaves
+// 100m of cpu beside two running pods of 200m, and a Recreate VPA
+// recommends twice their cpu. A replacement would not fit while the
+// evicted pod is still charged, so the updater reports ResourceQuotaConflict
+// and evicts none: the pods stay the same, and the ReplicaSet never fails
+// to create one.
+func TestUpdaterDoesNotEvictIntoQuotaRefusal(t *testing.T) {
+	t.Parallel()
+	c := framework.Start(t)
+	c.InstallCRDs(t)
+	c.ApplyRBAC(t, "admission-controller")
+	c.ApplyRBAC(t, "updater")
+	ns := c.NewNamespace(t)
+	ctx := context.Background()
+	vpas := vpaclient.NewForConfigOrDie(c.Config)
+
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("500m")}},
+	}
+	if _, err := c.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	config := "vpa-webhook-" + ns
-	c.AllowWebhookConfig(t, config)
-	t.Cleanup(func() {
-		_ = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
-	})
-	port, healthPort := framework.FreePort(t), framework.FreePort(t)
-	proc := c.RunComponent(t, framework.Component{
-		Name:   "vpa-admission-controller",
-		Binary: c.BuildBinary(t, "./admission-controller"),
-		Args: []string{
-			"--port=" + strconv.Itoa(port),
-			fmt.Sprintf("--address=127.0.0.1:%d", healthPort),
-			"--register-by-url", "--webhook-address=https://127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
-			"--webhook-config-name=" + config,
-			"--webhook-timeout-seconds=5",
-			"--vpa-object-namespace=" + ns,
-			"--client-ca-file=" + filepath.Join(certDir, webhook.CACertFile),
-			"--tls-cert-file=" + filepath.Join(certDir, webhook.ServerCertFile),
-			"--tls-private-key=" + filepath.Join(certDir, webhook.ServerKeyFile),
-			"--status-lease-namespace=" + ns,
-			"--v=4",
-		},
-		ServiceAccount: "kube-system/vpa-admission-controller",
-		Env:            []string{"NAMESPACE=kube-system"},
-	})
 	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		if exited, err := proc.Exited(); exited {
-			return false, fmt.Errorf("admission controller exited: %v", err)
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, nil
-		}
-		_, err = c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), config, metav1.GetOptions{})
-		return err == nil, nil
+		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "team", metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0, err
 	})
+	c.CreateDeployment(t, ns, framework.Workload{Name: "web", Replicas: 2, Containers: []framework.Container{{Name: "app", Requests: rl("200m", "64Mi")}}})
+	pods := c.WaitForPods(t, ns, "app=web", 2, framework.PodRunning)
+	before := map[string]bool{}
+	for _, p := range pods {
+		before[string(p.UID)] = true
+	}
+
+	mode := vpav1.UpdateModeRecreate
+	created, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).Create(ctx, &vpav1.VerticalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: vpav1.VerticalPodAutoscalerSpec{
+			TargetRef:    &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.StartScopedAdmission(t, ns)
+	upd := c.RunComponent(t, framework.Component{
+		Binary: c.BuildBinary(t, "./updater"),
+		Args: []string{"--vpa-object-namespace=" + ns, "--updater-interval=2s", "--address=127.0.0.1:0",
+			"--admission-controller-status-lease-namespace=" + ns, "--v=4"},
+		ServiceAccount: "kube-system/vpa-updater",
+	})
+	// The updater's quota cache is not waited for: let it run a few loops
+	// before the VPA recommends anything.
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		if exited, err := upd.Exited(); exited {
+			return false, fmt.Errorf("updater exited: %v", err)
+		}
+		return strings.Count(upd.Log(), "Updater loop done") >= 3, nil
+	})
+	target := rl("400m", "64Mi")
+	created.Status.Recommendation = &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{
+		{ContainerName: "app", Target: target, LowerBound: target, UpperBound: target, UncappedTarget: target},
+	}}
+	if _, err := vpas.AutoscalingV1().VerticalPodAutoscalers(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The updater's own event says the quota stopped it.
+	framework.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=" + recommendation.ReasonResourceQuotaConflict})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Source.Component == "vpa-updater" || e.ReportingController == "vpa-updater" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	after, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after.Items) != len(before) {
+		t.Errorf("%d pods, want the %d there were", len(after.Items), len(before))
+	}
+	for _, p := range after.Items {
+		if !before[string(p.UID)] || p.DeletionTimestamp != nil {
+			t.Errorf("pod %s (%s) is new or going: the updater evicted one", p.Name, p.UID)
+		}
+	}
+	evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == "FailedCreate" || e.Reason == "EvictedByVPA" || e.Reason == "EvictedPod" {
+			t.Errorf("event %s on %s: %s", e.Reason, e.InvolvedObject.Name, e.Message)
+		}
+	}
 }
 
 // waitDryRunCPU waits until a new pod of Deployment web, created as a dry

@@ -26,11 +26,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -44,7 +42,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/openvpa/openvpa/admission-controller/webhook"
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	vpaclient "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	"github.com/openvpa/openvpa/e2e/framework"
@@ -86,46 +83,7 @@ func (e *env) runRecommender(t *testing.T, extra ...string) {
 // by URL, and waits until it is ready and registered.
 func (e *env) runAdmission(t *testing.T) {
 	t.Helper()
-	certDir := t.TempDir()
-	if err := webhook.GenerateSelfSigned(certDir, []string{"127.0.0.1"}, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-	port, healthPort := framework.FreePort(t), framework.FreePort(t)
-	config := "vpa-webhook-" + e.ns
-	e.c.AllowWebhookConfig(t, config)
-	t.Cleanup(func() {
-		_ = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(context.Background(), config, metav1.DeleteOptions{})
-	})
-	p := e.c.RunComponent(t, framework.Component{
-		Name:   "vpa-admission-controller",
-		Binary: e.c.BuildBinary(t, "./admission-controller"),
-		Args: []string{
-			"--port=" + strconv.Itoa(port), fmt.Sprintf("--address=127.0.0.1:%d", healthPort),
-			"--register-by-url", "--webhook-address=https://127.0.0.1", "--webhook-port=" + strconv.Itoa(port),
-			"--webhook-config-name=" + config, "--webhook-timeout-seconds=5", "--vpa-object-namespace=" + e.ns,
-			"--client-ca-file=" + filepath.Join(certDir, webhook.CACertFile),
-			"--tls-cert-file=" + filepath.Join(certDir, webhook.ServerCertFile),
-			"--tls-private-key=" + filepath.Join(certDir, webhook.ServerKeyFile),
-			"--status-lease-namespace=" + e.ns, "--v=3",
-		},
-		ServiceAccount: "kube-system/vpa-admission-controller",
-		Env:            []string{"NAMESPACE=kube-system"},
-	})
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("admission controller exited: %v", err)
-		}
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort))
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, nil
-		}
-		_, err = e.c.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), config, metav1.GetOptions{})
-		return err == nil, nil
-	})
+	e.c.StartScopedAdmission(t, e.ns, "--v=3")
 }
 
 func newVPA(ns, name, deployment string, mode vpav1.UpdateMode, policy *vpav1.PodResourcePolicy) *vpav1.VerticalPodAutoscaler {

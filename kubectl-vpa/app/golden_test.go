@@ -38,6 +38,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/recommender/model"
 )
 
@@ -181,7 +182,15 @@ func fixtureSnapshot(t *testing.T) *snapshot.Snapshot {
 		Recommendation: &vpav1.RecommendedPodResources{ContainerRecommendations: []vpav1.RecommendedContainerResources{{
 			ContainerName: "app", Target: rl("404m", "200Mi"), LowerBound: rl("230m", "200Mi"), UpperBound: rl("480m", "200Mi"), UncappedTarget: rl("404m", "366Mi"),
 		}}},
-		Conditions: []vpav1.VerticalPodAutoscalerCondition{{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue}},
+		Conditions: []vpav1.VerticalPodAutoscalerCondition{
+			{Type: vpav1.RecommendationProvided, Status: corev1.ConditionTrue},
+			// What the recommender writes when the largest node caps the
+			// target and the quota caps the increase.
+			{Type: vpav1.RecommendationCappedToNode, Status: corev1.ConditionTrue, Reason: "LargestEligibleNode",
+				Message: "The target is capped to fit node kwok-m, the largest the pods may be scheduled on (allocatable cpu 2, memory 4Gi; cpu 1800m, memory 3Gi left by its DaemonSet pods): uncapped target container app cpu 404m, memory 366Mi"},
+			{Type: vpav1.ResourceQuotaConflict, Status: corev1.ConditionTrue, Reason: "QuotaCapsIncrease",
+				Message: "Pods get the increase of cpu capped: the namespace's ResourceQuota team leaves too little room for the recommendation (room is kept for 1 more pod(s) with their own requests)"},
+		},
 	}
 	api := vpa("api", "api", vpav1.UpdateModeOff, now.Add(-10*24*time.Hour))
 	// What the recommender running --estimator=adaptive writes from api's
@@ -197,6 +206,7 @@ func fixtureSnapshot(t *testing.T) *snapshot.Snapshot {
 	}
 	twinA := vpa("twin-a", "twin", vpav1.UpdateModeInitial, now.Add(-2*time.Hour))
 	twinB := vpa("twin-b", "twin", vpav1.UpdateModeInitial, now.Add(-time.Hour))
+	twinB.Annotations = map[string]string{hpa.ModeAnnotation: hpa.ModeScalePoint}
 	web.Labels = map[string]string{"team": "storefront"}
 	api.Labels = map[string]string{"team": "platform"}
 	twinA.Labels = map[string]string{"team": "storefront"}
@@ -222,6 +232,17 @@ func fixtureSnapshot(t *testing.T) *snapshot.Snapshot {
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "api"}, MaxReplicas: 5,
 			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU}}},
+		},
+	}, {
+		// twin's HPA on cpu utilization: twin-a leaves cpu to it; twin-b
+		// (in scale-point mode) keeps its scale point, which the updater
+		// recorded.
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "twin", Annotations: map[string]string{hpa.ScalePointAnnotation: (&hpa.Record{VPA: "twin-b",
+			Metrics: []hpa.RecordedMetric{{Resource: corev1.ResourceCPU, Original: 60, Request: resource.MustParse("100m"), Set: 30}}}).Encode()}},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "twin"}, MaxReplicas: 5,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU,
+				Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr.To(int32(30))}}}},
 		},
 	}}
 	s.LimitRanges = []*corev1.LimitRange{{
@@ -265,6 +286,7 @@ func TestGoldenOutputs(t *testing.T) {
 		"explain web as a table":    {cmd: "explain", name: "web", file: "explain-web.txt"},
 		"explain web as JSON":       {cmd: "explain", name: "web", args: []string{"-o", "json"}, file: "explain-web.json"},
 		"explain api as a table":    {cmd: "explain", name: "api", file: "explain-api.txt"},
+		"explain twin-a as a table": {cmd: "explain", name: "twin-a", file: "explain-twin-a.txt"},
 		"explain twin-b as a table": {cmd: "explain", name: "twin-b", file: "explain-twin-b.txt"},
 		"explain web by the peak estimator": {cmd: "explain", name: "web", args: []string{"--estimator=peak", "--peak-memory-margin=0.2"},
 			file: "explain-web-peak.txt"},

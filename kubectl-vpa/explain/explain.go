@@ -25,12 +25,14 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -88,7 +90,13 @@ type Explanation struct {
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Problems are findings about the VPA as a whole: an unresolvable
 	// target, overlapping VPAs, an HPA on the same resource.
-	Problems   []string    `json:"problems,omitempty"`
+	Problems []string `json:"problems,omitempty"`
+	// Fits say how the recommendation is fitted to what the pods must fit,
+	// as the components with their default flags fit it: the cap to the
+	// largest eligible node (the node named, with the uncapped target),
+	// the cap of the increase to the namespace's ResourceQuotas, each
+	// resource left to an HPA, and each HPA kept at its scale point.
+	Fits       []string    `json:"fits,omitempty"`
 	Containers []Container `json:"containers"`
 	Pods       []Pod       `json:"pods"`
 	Updater    Updater     `json:"updater"`
@@ -338,9 +346,18 @@ func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Exp
 	}
 	pods := ix.PodsOf(v)
 	names := containerNames(v, pods, ix.CheckpointsOf(v))
-	if m := hpa.Message(v, hpa.Conflicts(v, ix.HPAsIn(v.Namespace), names)); m != "" {
+	hpas := ix.HPAsIn(v.Namespace)
+	yields, kept := hpa.Yields(v, hpas, names), hpa.Kept(v, hpas, names)
+	var fought []hpa.Conflict
+	for _, c := range hpa.Conflicts(v, hpas, names) {
+		if !slices.Contains(yields, c) && !slices.Contains(kept, c) {
+			fought = append(fought, c)
+		}
+	}
+	if m := hpa.Message(v, fought); m != "" {
 		e.Problems = append(e.Problems, m)
 	}
+	e.Fits = fits(v, hpas, yields, kept)
 	est, err := estimator.New(o.Estimator, o.Estimators)
 	if err != nil {
 		e.Problems = append(e.Problems, "estimator: "+err.Error())
@@ -351,6 +368,51 @@ func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Exp
 	}
 	e.Pods, e.Updater = updater(ix, v, o)
 	return e
+}
+
+// fits are the Explanation's Fits: the node and quota caps as the
+// recommender's conditions report them, and the HPAs' yields and kept
+// scale points.
+func fits(v *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, yields, kept []hpa.Conflict) []string {
+	var out []string
+	for _, c := range v.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case vpav1.RecommendationCappedToNode:
+			// The recommender's message names the node and the
+			// uncapped target.
+			out = append(out, "node: "+c.Message)
+		case vpav1.ResourceQuotaConflict:
+			out = append(out, "quota: "+c.Message)
+		}
+	}
+	for _, y := range yields {
+		out = append(out, fmt.Sprintf("hpa: %s is left to HorizontalPodAutoscaler %s, which scales on its utilization: this VPA does not set it", what(y), y.HPA))
+	}
+	for _, k := range kept {
+		line := fmt.Sprintf("hpa: HorizontalPodAutoscaler %s keeps its scale point on %s while this VPA sets it", k.HPA, what(k))
+		for _, h := range hpas {
+			if h.Name != k.HPA {
+				continue
+			}
+			r, _ := hpa.RecordOf(h)
+			if m := r.Find(k.Resource, k.Container); m != nil {
+				t, _ := hpa.UtilizationTarget(h, k.Resource, k.Container)
+				line += fmt.Sprintf(": target %d%%, recorded %d%% at %s per pod", t, m.Original, m.Request.String())
+			}
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func what(c hpa.Conflict) string {
+	if c.Container != "" {
+		return fmt.Sprintf("%s of container %s", c.Resource, c.Container)
+	}
+	return string(c.Resource)
 }
 
 // containerNames are the containers of the VPA's pods, its recommendation

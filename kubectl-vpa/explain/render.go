@@ -49,6 +49,9 @@ func WriteTable(w io.Writer, e *Explanation) error {
 	for _, pr := range e.Problems {
 		p("  problem: %s\n", pr)
 	}
+	for _, f := range e.Fits {
+		p("  fit: %s\n", f)
+	}
 	for _, c := range e.Containers {
 		p("\nContainer %s\tmode %s, controlledValues %s, resources %s\n", c.Name, c.Mode, c.ControlledValues, strings.Join(c.ControlledResources, ","))
 		switch h := c.History; {

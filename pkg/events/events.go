@@ -22,6 +22,7 @@ package events
 import (
 	"context"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -56,11 +57,13 @@ func (s Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	return s.Clients.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }
 
-// scheme names the kinds the components record events about.
+// scheme names the kinds the components record events about: pods, VPAs
+// and (the updater's scale points) HorizontalPodAutoscalers.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(vpav1.AddToScheme(s))
+	utilruntime.Must(autoscalingv2.AddToScheme(s))
 	return s
 }()
 

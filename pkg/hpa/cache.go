@@ -89,3 +89,18 @@ func (c *Cache) Lookup(namespace string) (hpas []*autoscalingv2.HorizontalPodAut
 	}
 	return out, true
 }
+
+// All returns every cached HPA; nil before the cache has synced.
+func (c *Cache) All() []*autoscalingv2.HorizontalPodAutoscaler {
+	if c == nil || !c.informer.HasSynced() {
+		return nil
+	}
+	objs := c.informer.GetIndexer().List()
+	out := make([]*autoscalingv2.HorizontalPodAutoscaler, 0, len(objs))
+	for _, o := range objs {
+		if h, ok := o.(*autoscalingv2.HorizontalPodAutoscaler); ok {
+			out = append(out, h)
+		}
+	}
+	return out
+}

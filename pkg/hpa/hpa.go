@@ -35,10 +35,10 @@ import (
 )
 
 // Trim is the HPA informer's transform: it keeps the identity, the
-// scaleTargetRef and the cpu and memory Resource and ContainerResource
-// metrics (names, containers and target types only) of an HPA, about a
-// tenth of the object. Anything else passes through with its managed fields
-// dropped.
+// scale-point record (ScalePointAnnotation), the scaleTargetRef and the cpu
+// and memory Resource and ContainerResource metrics (names, containers,
+// target types and utilizations only) of an HPA, about a tenth of the
+// object. Anything else passes through with its managed fields dropped.
 func Trim(obj any) (any, error) {
 	h, ok := obj.(*autoscalingv2.HorizontalPodAutoscaler)
 	if !ok {
@@ -48,17 +48,20 @@ func Trim(obj any) (any, error) {
 		ObjectMeta: metav1.ObjectMeta{Name: h.Name, Namespace: h.Namespace, UID: h.UID, ResourceVersion: h.ResourceVersion},
 		Spec:       autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: h.Spec.ScaleTargetRef},
 	}
+	if r, ok := h.Annotations[ScalePointAnnotation]; ok {
+		out.Annotations = map[string]string{ScalePointAnnotation: r}
+	}
 	for _, m := range h.Spec.Metrics {
 		switch {
 		case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil && relevant(m.Resource.Name):
 			out.Spec.Metrics = append(out.Spec.Metrics, autoscalingv2.MetricSpec{
 				Type: m.Type, Resource: &autoscalingv2.ResourceMetricSource{Name: m.Resource.Name,
-					Target: autoscalingv2.MetricTarget{Type: m.Resource.Target.Type}},
+					Target: autoscalingv2.MetricTarget{Type: m.Resource.Target.Type, AverageUtilization: m.Resource.Target.AverageUtilization}},
 			})
 		case m.Type == autoscalingv2.ContainerResourceMetricSourceType && m.ContainerResource != nil && relevant(m.ContainerResource.Name):
 			out.Spec.Metrics = append(out.Spec.Metrics, autoscalingv2.MetricSpec{
 				Type: m.Type, ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: m.ContainerResource.Name, Container: m.ContainerResource.Container,
-					Target: autoscalingv2.MetricTarget{Type: m.ContainerResource.Target.Type}},
+					Target: autoscalingv2.MetricTarget{Type: m.ContainerResource.Target.Type, AverageUtilization: m.ContainerResource.Target.AverageUtilization}},
 			})
 		}
 	}
@@ -97,16 +100,17 @@ func (c Conflict) String() string {
 // ContainerResource metric when it controls it for that container. A
 // container whose scaling mode is Off is not controlled.
 func Conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string) []Conflict {
-	return conflicts(vpa, hpas, containers, false)
+	return conflicts(vpa, hpas, containers, all)
 }
 
 // Yields returns the Conflicts whose metric targets the resource's
 // utilization (a percentage of the requests): those the VPA yields to the
 // HPA. Changing the requests moves the utilization the HPA scales on, so
 // the two would feed each other; a target of an average value does not
-// depend on the requests and is only reported.
+// depend on the requests and is only reported. A metric whose HPA keeps its
+// scale point for the VPA (Kept) is not yielded.
 func Yields(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string) []Conflict {
-	return conflicts(vpa, hpas, containers, true)
+	return conflicts(vpa, hpas, containers, yields)
 }
 
 // Yielded reports whether the yields cover the resource of the container:
@@ -135,7 +139,17 @@ func YieldMessage(vpa *vpav1.VerticalPodAutoscaler, yields []Conflict) string {
 		"(its recommendation is still computed) and keeps setting the other resources", strings.Join(parts, ", "), vpa.Spec.TargetRef.Kind, vpa.Spec.TargetRef.Name)
 }
 
-func conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string, utilizationOnly bool) []Conflict {
+// selection is which conflicts conflicts returns.
+type selection int
+
+const (
+	all         selection = iota // every metric on a controlled resource
+	utilization                  // those on its utilization
+	yields                       // those on its utilization not kept at their scale point
+	onlyKept                     // those on its utilization kept at their scale point
+)
+
+func conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.HorizontalPodAutoscaler, containers []string, sel selection) []Conflict {
 	if vpa == nil || vpa.Spec.TargetRef == nil {
 		return nil
 	}
@@ -164,20 +178,26 @@ func conflicts(vpa *vpav1.VerticalPodAutoscaler, hpas []*autoscalingv2.Horizonta
 		seen := map[Conflict]bool{}
 		for _, m := range h.Spec.Metrics {
 			var c Conflict
+			var onUtilization bool
 			switch {
 			case m.Type == autoscalingv2.ResourceMetricSourceType && m.Resource != nil:
 				c = Conflict{HPA: h.Name, Resource: m.Resource.Name}
-				if !relevant(c.Resource) || !podControls(c.Resource) ||
-					utilizationOnly && m.Resource.Target.Type != autoscalingv2.UtilizationMetricType {
+				if !relevant(c.Resource) || !podControls(c.Resource) {
 					continue
 				}
+				onUtilization = m.Resource.Target.Type == autoscalingv2.UtilizationMetricType
 			case m.Type == autoscalingv2.ContainerResourceMetricSourceType && m.ContainerResource != nil:
 				c = Conflict{HPA: h.Name, Resource: m.ContainerResource.Name, Container: m.ContainerResource.Container}
-				if !relevant(c.Resource) || !controls(c.Container, c.Resource) ||
-					utilizationOnly && m.ContainerResource.Target.Type != autoscalingv2.UtilizationMetricType {
+				if !relevant(c.Resource) || !controls(c.Container, c.Resource) {
 					continue
 				}
+				onUtilization = m.ContainerResource.Target.Type == autoscalingv2.UtilizationMetricType
 			default:
+				continue
+			}
+			if sel != all && !onUtilization ||
+				sel == yields && keptBy(vpa, h, c) ||
+				sel == onlyKept && !keptBy(vpa, h, c) {
 				continue
 			}
 			if !seen[c] {

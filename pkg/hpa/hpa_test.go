@@ -140,13 +140,14 @@ func TestTrimKeepsOnlyWhatConflictsReads(t *testing.T) {
 	h := newHPA("h", "Deployment", "web", resourceMetric(corev1.ResourceCPU), podsMetric(), containerMetric("app", corev1.ResourceMemory))
 	h.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
 	h.Status.CurrentReplicas = 3
+	h.Annotations = map[string]string{ScalePointAnnotation: "{}", "other": "x"}
 	o, err := Trim(h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := o.(*autoscalingv2.HorizontalPodAutoscaler)
 	want := &autoscalingv2.HorizontalPodAutoscaler{
-		ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "h", Namespace: "ns", Annotations: map[string]string{ScalePointAnnotation: "{}"}},
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: h.Spec.ScaleTargetRef,
 			Metrics: []autoscalingv2.MetricSpec{

@@ -22,8 +22,11 @@ import (
 	"strings"
 	"testing"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/pkg/hpa"
@@ -277,12 +280,13 @@ func TestQuotaFitPlan(t *testing.T) {
 }
 
 // TestFitPlansGenerated checks, over generated pods, LimitRanges, policies
-// and recommendations with random nodes, quotas and HPAs: the zero Fit
-// gives upstream's plan exactly; every plan fits an eligible node (unless
-// none holds even the rest of the pod) and what the quota allows the pod,
-// and sets no resource left to an HPA; and wherever the plan without a Fit
-// already fits both (and no HPA takes a resource), the plan with it is the
-// same.
+// and recommendations with random nodes, quotas and HPAs (generateHPAs):
+// the zero Fit gives upstream's plan exactly; every plan fits an eligible
+// node (unless none holds even the rest of the pod) and what the quota
+// allows the pod; a request left to an HPA never changes; an HPA kept at
+// its scale point yields nothing (the plan is the one without it); and
+// wherever the plan without a Fit already fits both (and no HPA takes a
+// resource), the plan with it is the same.
 func TestFitPlansGenerated(t *testing.T) {
 	cases := 3000
 	if testing.Short() {
@@ -290,6 +294,7 @@ func TestFitPlansGenerated(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(43, 7))
 	var nodeCapped, quotaCapped, same int
+	hpaKinds := map[string]int{}
 	for n := 0; n < cases; n++ {
 		g := generate(rng)
 		for Admissible(g.pod, nil, g.lr.Items) != nil {
@@ -311,21 +316,41 @@ func TestFitPlansGenerated(t *testing.T) {
 			By:       map[corev1.ResourceName]string{corev1.ResourceRequestsCPU: "q"},
 		}
 		fit := Fit{Nodes: rooms, Quota: room, Surge: int32(rng.IntN(3))}
-		switch rng.IntN(4) {
-		case 0:
-			fit.Yield = []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceCPU}}
-		case 1:
-			fit.Yield = []hpa.Conflict{{HPA: "h", Resource: corev1.ResourceMemory, Container: g.pod.Spec.Containers[0].Name}}
+		hpas, kind := generateHPAs(rng, g)
+		hpaKinds[kind]++
+		names := make([]string, len(g.pod.Spec.Containers))
+		for i := range g.pod.Spec.Containers {
+			names[i] = g.pod.Spec.Containers[i].Name
+		}
+		fit.Yield = hpa.Yields(g.vpa, hpas, names)
+		if kept := hpa.Kept(g.vpa, hpas, names); len(kept) > 0 && len(fit.Yield) > 0 {
+			t.Fatalf("case %d: %v kept at their scale point, yet %v yielded\n%s", n, kept, fit.Yield, g)
 		}
 		plan := PlanForPodFit(g.pod, g.vpa, g.lr, fit)
-		for i, c := range plan.Containers {
-			for name := range c.Requests {
-				if hpa.Yielded(fit.Yield, g.pod.Spec.Containers[i].Name, name) {
-					t.Fatalf("case %d: container %d gets %s, which is left to an HPA\n%s", n, i, name, g)
-				}
+		if kind == "scale point recorded" {
+			// A kept scale point yields nothing: the plan is the one
+			// without any HPA.
+			noHPA := fit
+			noHPA.Yield = nil
+			if want := PlanForPodFit(g.pod, g.vpa, g.lr, noHPA); !reflect.DeepEqual(plan, want) {
+				t.Fatalf("case %d: with the scale point kept the plan is %v, without the HPA %v\n%s", n, plan.Containers, want.Containers, g)
 			}
 		}
 		applied := Applied(g.pod, plan.Containers)
+		for i, c := range plan.Containers {
+			name := g.pod.Spec.Containers[i].Name
+			for r := range c.Requests {
+				if hpa.Yielded(fit.Yield, name, r) {
+					t.Fatalf("case %d: container %d gets %s, which is left to an HPA\n%s", n, i, r, g)
+				}
+			}
+			for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+				before, after := g.pod.Spec.Containers[i].Resources.Requests[r], applied.Spec.Containers[i].Resources.Requests[r]
+				if hpa.Yielded(fit.Yield, name, r) && before.Cmp(after) != 0 {
+					t.Fatalf("case %d: container %d's %s request changed from %s to %s, left to an HPA\n%s", n, i, r, before.String(), after.String(), g)
+				}
+			}
+		}
 		if plan.Changed() {
 			if err := Admissible(g.pod, plan.Containers, g.lr.Items); err != nil {
 				t.Fatalf("case %d: the plan gives a pod the API server refuses: %v\n%s", n, err, g)
@@ -354,16 +379,55 @@ func TestFitPlansGenerated(t *testing.T) {
 			quotaCapped++
 		}
 		up := Applied(g.pod, upstream.Containers)
-		if fit.Yield == nil && upstream.Conflict == nil && fitsSomeNode(up) && quota.TotalsOf(up).Within(allowed) {
+		if len(fit.Yield) == 0 && upstream.Conflict == nil && fitsSomeNode(up) && quota.TotalsOf(up).Within(allowed) {
 			same++
 			if !reflect.DeepEqual(plan.Containers, upstream.Containers) {
 				t.Fatalf("case %d: upstream's plan fits, but the plan differs: %v, upstream %v\n%s", n, plan.Containers, upstream.Containers, g)
 			}
 		}
 	}
-	t.Logf("%d cases: %d capped to a node, %d to the quota, %d as upstream", cases, nodeCapped, quotaCapped, same)
-	if nodeCapped == 0 || quotaCapped == 0 || same < cases/10 {
+	t.Logf("%d cases: %d capped to a node, %d to the quota, %d as upstream; HPAs %v", cases, nodeCapped, quotaCapped, same, hpaKinds)
+	if nodeCapped == 0 || quotaCapped == 0 || same < cases/10 || len(hpaKinds) < 5 {
 		t.Error("the generator does not cover every outcome enough")
+	}
+}
+
+// generateHPAs returns the HPAs of g's workload and what they are: none,
+// one on the utilization of cpu, one on the memory of one container, one on
+// cpu while the VPA is in scale-point mode before the updater recorded the
+// scale point, and the same once it did (g.vpa gets the annotation).
+func generateHPAs(rng *rand.Rand, g generated) ([]*autoscalingv2.HorizontalPodAutoscaler, string) {
+	g.vpa.Name, g.vpa.Namespace = "v", g.pod.Namespace
+	g.vpa.Spec.TargetRef = &autoscalingv1.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"}
+	utilization := autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: ptr(int32(60))}
+	h := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: g.vpa.Namespace, Name: "h"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{Kind: g.vpa.Spec.TargetRef.Kind, Name: g.vpa.Spec.TargetRef.Name},
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: utilization}}},
+		},
+	}
+	scalePoint := func() {
+		g.vpa.Annotations = map[string]string{hpa.ModeAnnotation: hpa.ModeScalePoint}
+	}
+	switch rng.IntN(5) {
+	case 0:
+		return nil, "none"
+	case 1:
+		return []*autoscalingv2.HorizontalPodAutoscaler{h}, "yield cpu"
+	case 2:
+		h.Spec.Metrics = []autoscalingv2.MetricSpec{{Type: autoscalingv2.ContainerResourceMetricSourceType,
+			ContainerResource: &autoscalingv2.ContainerResourceMetricSource{Name: corev1.ResourceMemory, Container: g.pod.Spec.Containers[0].Name, Target: utilization}}}
+		return []*autoscalingv2.HorizontalPodAutoscaler{h}, "yield memory of a container"
+	case 3:
+		scalePoint()
+		return []*autoscalingv2.HorizontalPodAutoscaler{h}, "scale point not yet recorded"
+	default:
+		scalePoint()
+		h.Annotations = map[string]string{hpa.ScalePointAnnotation: (&hpa.Record{VPA: g.vpa.Name, Metrics: []hpa.RecordedMetric{
+			{Resource: corev1.ResourceCPU, Original: 60, Request: resource.MustParse("100m"), Set: 60}}}).Encode()}
+		return []*autoscalingv2.HorizontalPodAutoscaler{h}, "scale point recorded"
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
 	"github.com/openvpa/openvpa/recommender/status"
@@ -228,5 +229,36 @@ func TestHPAYieldCondition(t *testing.T) {
 	// The recommendation keeps cpu: only its application is left out.
 	if _, ok := recOf(h.vpa("ns", "web")).Target[corev1.ResourceCPU]; !ok {
 		t.Error("the recommendation lost cpu")
+	}
+}
+
+// TestHPAScalePointCondition: a VPA in scale-point mode yields cpu to the
+// HPA until the HPA carries the updater's record; from then on HPAConflict
+// says the scale point is kept (reason ScalePointKept).
+func TestHPAScalePointCondition(t *testing.T) {
+	h := newHarness(t, nil)
+	h.withDeps(func(d *Deps) { d.YieldToHPA = true })
+	h.addVPA("ns", "web", "web", func(v *vpav1.VerticalPodAutoscaler) {
+		v.Annotations = map[string]string{hpa.ModeAnnotation: hpa.ModeScalePoint}
+	})
+	h.addPod("ns", "web-1", "web", 100, 100*mi, "app")
+	web := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-hpa"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType}}}},
+		},
+	}
+	h.hpas = map[string][]*autoscalingv2.HorizontalPodAutoscaler{"ns": {web}}
+	h.loop()
+	if c := h.condition(h.vpa("ns", "web"), vpav1.HPAConflict); c == nil || c.Reason != status.ReasonResourceYieldedToHPA {
+		t.Fatalf("before the record, HPAConflict = %+v", c)
+	}
+	web.Annotations = map[string]string{hpa.ScalePointAnnotation: `{"vpa":"web","metrics":[{"resource":"cpu","averageUtilization":50,"request":"100m","set":50}]}`}
+	h.loop()
+	c := h.condition(h.vpa("ns", "web"), vpav1.HPAConflict)
+	if c == nil || c.Reason != status.ReasonScalePointKept || !strings.HasPrefix(c.Message, "HorizontalPodAutoscaler web-hpa on cpu keeps its scale point") {
+		t.Fatalf("with the record, HPAConflict = %+v", c)
 	}
 }

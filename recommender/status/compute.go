@@ -19,6 +19,7 @@ package status
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -113,7 +114,8 @@ func (s Sources) Compute(v *cluster.VPA, now time.Time) vpav1.VerticalPodAutosca
 			if s.YieldToHPA {
 				yields = hpa.Yields(vpa, hpas, containers)
 			}
-			facts.HPAConflictReason, facts.HPAConflict = hpaConflict(vpa, hpa.Conflicts(vpa, hpas, containers), yields)
+			kept := hpa.Kept(vpa, hpas, containers)
+			facts.HPAConflictReason, facts.HPAConflict = hpaConflict(vpa, hpa.Conflicts(vpa, hpas, containers), yields, kept)
 		} else if c := trueCondition(v.Obj.VerticalPodAutoscaler.Status.Conditions, vpav1.HPAConflict); c != nil {
 			facts.HPAConflictReason, facts.HPAConflict = c.Reason, c.Message // not known yet: keep it
 		}
@@ -295,25 +297,35 @@ func (s Sources) quotaConflict(v *cluster.VPA, rec *vpav1.RecommendedPodResource
 }
 
 // hpaConflict returns the HPAConflict condition's reason and message for
-// the conflicts and, among them, the yields: ResourceYieldedToHPA when the
-// VPA leaves some resource to an HPA (the other conflicts follow in the
-// message), HPAOnSameResource otherwise; "" when there are none.
-func hpaConflict(vpa *vpav1.VerticalPodAutoscaler, conflicts, yields []hpa.Conflict) (string, string) {
-	if len(yields) == 0 {
+// the conflicts and, among them, the yields and those kept at their scale
+// point: ResourceYieldedToHPA when the VPA leaves some resource to an HPA,
+// ScalePointKept when it sets every such resource and the HPAs keep their
+// scale point, HPAOnSameResource otherwise (the other conflicts follow in
+// the message); "" when there are none.
+func hpaConflict(vpa *vpav1.VerticalPodAutoscaler, conflicts, yields, kept []hpa.Conflict) (string, string) {
+	if len(yields) == 0 && len(kept) == 0 {
 		if len(conflicts) == 0 {
 			return "", ""
 		}
 		return ReasonHPAOnSameResource, hpa.Message(vpa, conflicts)
 	}
-	msg := hpa.YieldMessage(vpa, yields)
+	var parts []string
+	reason := ReasonScalePointKept
+	if len(yields) > 0 {
+		reason = ReasonResourceYieldedToHPA
+		parts = append(parts, hpa.YieldMessage(vpa, yields))
+	}
+	if len(kept) > 0 {
+		parts = append(parts, hpa.KeptMessage(vpa, kept))
+	}
 	var others []hpa.Conflict
 	for _, c := range conflicts {
-		if !slices.Contains(yields, c) {
+		if !slices.Contains(yields, c) && !slices.Contains(kept, c) {
 			others = append(others, c)
 		}
 	}
 	if len(others) > 0 {
-		msg += "; " + hpa.Message(vpa, others)
+		parts = append(parts, hpa.Message(vpa, others))
 	}
-	return ReasonResourceYieldedToHPA, msg
+	return reason, strings.Join(parts, "; ")
 }

@@ -58,6 +58,10 @@ const (
 	// utilization of a resource this VPA would set, and the VPA leaves it to
 	// the HPA.
 	ReasonResourceYieldedToHPA = "ResourceYieldedToHPA"
+	// ReasonScalePointKept: an HPA scales the target on the utilization of
+	// a resource this VPA sets, and keeps its scale point: the updater
+	// scales the HPA's target with the requests (hpa.ModeScalePoint).
+	ReasonScalePointKept = "ScalePointKept"
 	// ReasonLargestEligibleNode: the target is capped to what the largest
 	// node the pods may be scheduled on holds.
 	ReasonLargestEligibleNode = "LargestEligibleNode"

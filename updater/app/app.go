@@ -23,6 +23,7 @@ import (
 	"context"
 	"time"
 
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -51,6 +52,7 @@ import (
 	"github.com/openvpa/openvpa/updater/eviction"
 	"github.com/openvpa/openvpa/updater/inplace"
 	"github.com/openvpa/openvpa/updater/loop"
+	"github.com/openvpa/openvpa/updater/scalepoint"
 )
 
 // Name is the updater's binary and logger name.
@@ -110,7 +112,7 @@ func Run(ctx context.Context, c options.Config) error {
 		quotas = quota.NewCache(clients.Core, ns)
 	}
 	var hpas *hpa.Cache
-	if o.YieldToHPA {
+	if o.YieldToHPA || o.HPAScalePoint {
 		if hpas, err = hpa.NewCache(restConfig, ns); err != nil {
 			return err
 		}
@@ -119,6 +121,32 @@ func Run(ctx context.Context, c options.Config) error {
 	reg := healthserver.NewRegistry()
 	metrics := loop.NewMetrics(reg)
 	loopHealth := healthserver.NewLoopHealth(clk, o.UpdaterInterval)
+
+	var scalePoints loop.ScalePointKeeper
+	if o.HPAScalePoint {
+		client, err := kubeclient.RESTClient(restConfig, autoscalingv2.SchemeGroupVersion, autoscalingv2.AddToScheme)
+		if err != nil {
+			return err
+		}
+		scalePoints = &scalepoint.Keeper{
+			VPAs: func() ([]*vpav1.VerticalPodAutoscaler, error) { return vpaLister.List(labels.Everything()) },
+			Selector: func(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler) (labels.Selector, error) {
+				t, err := resolver.Resolve(ctx, vpa)
+				if err != nil {
+					return nil, err
+				}
+				return t.Selector, nil
+			},
+			Pods: func(namespace string, sel labels.Selector) ([]*corev1.Pod, error) {
+				return pods.Pods(namespace).List(sel)
+			},
+			HPAs:       hpas,
+			Client:     scalepoint.Client{REST: client},
+			Recorder:   recorder,
+			Writes:     metrics.HPAScalePointWrites,
+			Namespaces: o.Namespaces.Filter(),
+		}
+	}
 
 	updater := loop.New(loop.Config{
 		Priority: update.Thresholds{
@@ -153,7 +181,8 @@ func Run(ctx context.Context, c options.Config) error {
 		Recorder:    recorder,
 		Metrics:     metrics,
 		Clock:       clk,
-		Fit:         fitOf(nodes, quotas, hpas, workloads.Indexers),
+		Fit:         fitOf(nodes, quotas, yieldCache(hpas, o.YieldToHPA), workloads.Indexers),
+		ScalePoints: scalePoints,
 	})
 
 	// Only the leader runs the loop (component.Runtime). Liveness holds the
@@ -206,6 +235,15 @@ func fitOf(nodes *nodefit.Cache, quotas *quota.Cache, hpas *hpa.Cache, workloads
 		}
 		return f
 	}
+}
+
+// yieldCache is hpas when the updater yields to HPAs (--yield-to-hpa),
+// else nil: the cache may exist for --hpa-scale-point alone.
+func yieldCache(hpas *hpa.Cache, yield bool) *hpa.Cache {
+	if !yield {
+		return nil
+	}
+	return hpas
 }
 
 // updaterCaches are the updater's informers. The quota and HPA caches start

@@ -134,6 +134,15 @@ type Deps struct {
 	// Fit returns what a pod of the VPA must fit besides the LimitRanges
 	// (node fit, the namespace's quota); nil fits nothing more, as upstream.
 	Fit func(vpa *vpav1.VerticalPodAutoscaler, pod *corev1.Pod) recommendation.Fit
+	// ScalePoints keeps the scale point of HPAs (scalepoint.Keeper), once
+	// per loop while the admission controller's status is fresh; nil keeps
+	// none.
+	ScalePoints ScalePointKeeper
+}
+
+// ScalePointKeeper keeps the HPAs' scale points (scalepoint.Keeper).
+type ScalePointKeeper interface {
+	Sync(ctx context.Context) error
 }
 
 // Updater runs the loop.
@@ -202,6 +211,14 @@ func (u *Updater) RunOnce(ctx context.Context) error {
 			u.d.Metrics.AdmissionControllerStatusInvalid.WithLabelValues("invalid").Inc()
 			logger.Info("Admission controller status is stale or missing; skipping this loop")
 			return nil
+		}
+	}
+
+	if u.d.ScalePoints != nil && !u.cfg.DryRun {
+		// After the status check: while the admission controller is
+		// down, the updater changes nothing, HPAs included.
+		if err := u.d.ScalePoints.Sync(ctx); err != nil {
+			logger.Error(err, "Keeping the HPAs' scale points failed")
 		}
 	}
 

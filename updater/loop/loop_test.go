@@ -158,16 +158,22 @@ func (f *fakeResizer) Unboost(ctx context.Context, pod *corev1.Pod, _ []recommen
 }
 
 type harness struct {
-	t        *testing.T
-	cfg      Config
-	vpas     []*vpav1.VerticalPodAutoscaler
-	pods     []*corev1.Pod
-	status   fakeStatus
-	resizer  *fakeResizer
-	recorder *record.FakeRecorder
-	metrics  *Metrics
-	fit      func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit
+	t           *testing.T
+	cfg         Config
+	vpas        []*vpav1.VerticalPodAutoscaler
+	pods        []*corev1.Pod
+	status      fakeStatus
+	resizer     *fakeResizer
+	recorder    *record.FakeRecorder
+	metrics     *Metrics
+	fit         func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit
+	scalePoints ScalePointKeeper
 }
+
+// countingKeeper counts its syncs.
+type countingKeeper struct{ syncs int }
+
+func (k *countingKeeper) Sync(context.Context) error { k.syncs++; return nil }
 
 func newHarness(t *testing.T) *harness {
 	return &harness{
@@ -199,6 +205,7 @@ func (h *harness) run() {
 		Metrics:     h.metrics,
 		Clock:       testingclock.NewFakeClock(testNow),
 		Fit:         h.fit,
+		ScalePoints: h.scalePoints,
 	})
 	if err := u.RunOnce(context.Background()); err != nil && h.status.err == nil {
 		h.t.Fatalf("RunOnce: %v", err)
@@ -416,6 +423,32 @@ func TestNodeCapacityRefusalIsRecorded(t *testing.T) {
 			}
 			if len(h.resizer.refused) != tc.wantRefused {
 				t.Errorf("refusals recorded for %v, want %d", h.resizer.refused, tc.wantRefused)
+			}
+		})
+	}
+}
+
+// TestScalePointsFollowTheStatus: the HPAs' scale points are kept once per
+// loop, and not while the admission controller's status is stale nor with
+// --dry-run.
+func TestScalePointsFollowTheStatus(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fresh, dryRun bool
+		want          int
+	}{
+		"fresh":   {fresh: true, want: 1},
+		"stale":   {fresh: false, want: 0},
+		"dry run": {fresh: true, dryRun: true, want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			k := &countingKeeper{}
+			h.scalePoints = k
+			h.status = fakeStatus{fresh: tc.fresh}
+			h.cfg.DryRun = tc.dryRun
+			h.run()
+			if k.syncs != tc.want {
+				t.Errorf("%d syncs, want %d", k.syncs, tc.want)
 			}
 		})
 	}

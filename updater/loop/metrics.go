@@ -49,6 +49,10 @@ type Metrics struct {
 	// LimitRangeConflicts counts pods whose update gave way to the
 	// namespace's LimitRanges, by event reason (OpenVPA only).
 	LimitRangeConflicts *prometheus.CounterVec
+	// HPAScalePointWrites counts the writes of HPAs whose scale point is
+	// kept (--hpa-scale-point), by action (record, retune, restore) and
+	// result (success, forbidden, error) (OpenVPA only).
+	HPAScalePointWrites *prometheus.CounterVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -78,6 +82,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"step"}),
 		AdmissionControllerStatusInvalid: c("admission_controller_status_invalid_total", "Number of times Updater skipped its main loop because the Admission Controller status Lease was missing, stale or otherwise invalid.", "reason"),
 		LimitRangeConflicts:              c("limit_range_conflicts_total", "Pods whose update gave way to the namespace's LimitRanges, by the reason of the event on the VPA (LimitRangeConflict: left as they are; LimitRangeOverridesPolicy: capped past the VPA's resource policy).", "reason"),
+		HPAScalePointWrites:              c("hpa_scale_point_writes_total", "Writes of HorizontalPodAutoscalers whose scale point is kept (--hpa-scale-point), by action (record, retune, restore) and result (success, forbidden, error).", "action", "result"),
 		DryRunDecisions:                  c("dry_run_decisions_total", "Updates --dry-run decided on without acting, by action (evict or in-place); the event on the pod names its VPA.", "action"),
 	}
 	for _, reason := range []string{"error", "invalid"} {
@@ -85,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	reg.MustRegister(m.ControlledPods, m.EvictablePods, m.EvictedPods, m.VPAsWithEvictablePods, m.VPAsWithEvictedPods,
 		m.FailedEvictions, m.InPlaceUpdatablePods, m.InPlaceUpdatedPods, m.VPAsWithInPlaceUpdatable, m.VPAsWithInPlaceUpdated,
-		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.AdmissionControllerStatusInvalid, m.DryRunDecisions, m.LimitRangeConflicts)
+		m.FailedInPlaceUpdates, m.InfeasibleSkips, m.ExecutionLatency, m.AdmissionControllerStatusInvalid, m.DryRunDecisions, m.LimitRangeConflicts, m.HPAScalePointWrites)
 	return m
 }
 

@@ -68,6 +68,9 @@ type Options struct {
 	// YieldToHPA leaves a resource an HPA scales on by its utilization to
 	// the HPA.
 	YieldToHPA bool
+	// HPAScalePoint keeps the scale point of the HPAs of VPAs annotated
+	// openvpa.io/hpa-mode: scale-point (updater/scalepoint).
+	HPAScalePoint bool
 }
 
 // NewOptions returns the defaults.
@@ -118,6 +121,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "Record every update decision as events, logs and metrics without evicting or resizing any pod.")
 	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap the requests an eviction or resize gives a pod so that it fits the largest node it may be scheduled on, as the admission controller's --node-fit does. Needs list and watch on nodes and pods; the updater is ready once both are cached. false gives upstream's updates")
 	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Leave a resource that a HorizontalPodAutoscaler scales the VPA's target on by its utilization to the HPA, as the admission controller's --yield-to-hpa does: updates neither set it nor are made for it. Needs list and watch on horizontalpodautoscalers; until they are cached, nothing is left out. false sets every controlled resource, as upstream")
+	fs.BoolVar(&o.HPAScalePoint, "hpa-scale-point", o.HPAScalePoint, "Keep the scale point of a HorizontalPodAutoscaler that scales the target of a VPA annotated openvpa.io/hpa-mode: scale-point on a resource's utilization: record its target on the HPA (annotation openvpa.io/scale-point), then scale the target with the pods' requests, so the VPA sets the resource and the HPA computes the same replicas; the original target is restored when the VPA leaves the mode. Skipped while the admission controller's status Lease is stale. Needs get, list, watch and update on horizontalpodautoscalers (deploy/components/hpa-scale-point)")
 	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Cap the increase an update gives a pod to what the namespace's ResourceQuotas leave, as the admission controller's --resource-quota-fit does, and neither evict a pod whose replacement the quotas would refuse (the evicted pod is still charged while it terminates) nor resize one whose increase they would refuse; event ResourceQuotaConflict on the VPA. Needs list and watch on resourcequotas; without them nothing is checked")
 	fs.StringVar(&o.AdmissionControllerLeaseName, "admission-controller-status-lease-name", o.AdmissionControllerLeaseName, "The name of the lease the admission controller renews to report its status.")
 	fs.StringVar(&o.AdmissionControllerLeaseNS, "admission-controller-status-lease-namespace", o.AdmissionControllerLeaseNS, "The namespace of the admission controller status lease; empty means $NAMESPACE, else kube-system.")
