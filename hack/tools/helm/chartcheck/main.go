@@ -63,6 +63,10 @@ var compared = map[string][]string{
 	"Service":                  {"spec"},
 	"PodDisruptionBudget":      {"spec"},
 	"CustomResourceDefinition": {"spec"},
+	// deploy/ ships the registration the admission controller makes at run
+	// time; a chart configured as deploy/ lets the controller make it (see
+	// registeredAtRuntime).
+	"MutatingWebhookConfiguration": {"webhooks"},
 }
 
 type object map[string]any
@@ -135,6 +139,29 @@ func dropDefaultNamespaceFlags(objs map[string]object, namespace string) {
 			c["args"] = kept
 		}
 	}
+}
+
+// registeredAtRuntime tells whether the chart's admission controller
+// registers its webhook itself (it runs without --register-webhook=false):
+// its Deployment, which compare checks against deploy/'s, then makes the
+// registration deploy/ ships.
+func registeredAtRuntime(chartObjs map[string]object) bool {
+	for _, o := range chartObjs {
+		meta, _ := o["metadata"].(map[string]any)
+		if o["kind"] != "Deployment" || meta["name"] != "vpa-admission-controller" {
+			continue
+		}
+		for _, c := range containers(o) {
+			args, _ := c["args"].([]any)
+			for _, a := range args {
+				if a == "--register-webhook=false" {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // containers returns a Deployment's containers, to change in place.
@@ -288,6 +315,9 @@ func compare(chartObjs, deployObjs map[string]object) error {
 			continue
 		}
 		c, ok := chartObjs[k]
+		if !ok && d["kind"] == "MutatingWebhookConfiguration" && registeredAtRuntime(chartObjs) {
+			continue
+		}
 		if !ok {
 			errs = append(errs, fmt.Errorf("the chart does not install %s", k))
 			continue

@@ -147,3 +147,33 @@ func TestUnknownKeysAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRegisteredAtRuntime(t *testing.T) {
+	deployment := func(args ...any) object {
+		return object{"kind": "Deployment", "metadata": map[string]any{"name": "vpa-admission-controller"},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"args": args}}}}}}
+	}
+	tests := []struct {
+		name string
+		objs map[string]object
+		want bool
+	}{
+		{"the controller registers", map[string]object{"d": deployment("--reload-cert")}, true},
+		{"the chart registers", map[string]object{"d": deployment("--register-webhook=false")}, false},
+		{"no admission controller", map[string]object{}, false},
+	}
+	for _, tc := range tests {
+		if got := registeredAtRuntime(tc.objs); got != tc.want {
+			t.Errorf("%s: registeredAtRuntime = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	webhook := object{"kind": "MutatingWebhookConfiguration", "apiVersion": "admissionregistration.k8s.io/v1", "metadata": map[string]any{"name": "vpa-webhook-config"}}
+	deploy := map[string]object{webhook.key(): webhook}
+	if err := compare(map[string]object{"d": deployment("--register-webhook=false")}, deploy); err == nil || !strings.Contains(err.Error(), "does not install") {
+		t.Errorf("a chart that neither installs nor registers deploy/'s webhook configuration passed: %v", err)
+	}
+	registers := deployment("--reload-cert")
+	if err := compare(map[string]object{registers.key(): registers}, map[string]object{webhook.key(): webhook, registers.key(): registers}); err != nil {
+		t.Errorf("a chart whose controller registers the webhook: %v", err)
+	}
+}
