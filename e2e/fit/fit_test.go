@@ -219,19 +219,7 @@ func TestQuotaCapsAdmissionPatch(t *testing.T) {
 	ctx := context.Background()
 	vpas := vpaclient.NewForConfigOrDie(c.Config)
 
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("1500m")}},
-	}
-	if _, err := c.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	// Quota admission refuses pods until the quota controller has filled in
-	// the quota's status.
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "team", metav1.GetOptions{})
-		return err == nil && len(q.Status.Hard) > 0, err
-	})
+	cpuQuota(t, c, ns, "1500m")
 
 	web := framework.Workload{Name: "web", Containers: []framework.Container{{Name: "app", Requests: rl("500m", "64Mi")}}}.Deployment(ns)
 	web.Spec.Replicas = ptr.To[int32](0)
@@ -320,17 +308,7 @@ func TestUpdaterDoesNotEvictIntoQuotaRefusal(t *testing.T) {
 	ctx := context.Background()
 	vpas := vpaclient.NewForConfigOrDie(c.Config)
 
-	quota := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
-		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("500m")}},
-	}
-	if _, err := c.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	framework.WaitFor(t, time.Minute, func() (bool, error) {
-		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "team", metav1.GetOptions{})
-		return err == nil && len(q.Status.Hard) > 0, err
-	})
+	cpuQuota(t, c, ns, "500m")
 	c.CreateDeployment(t, ns, framework.Workload{Name: "web", Replicas: 2, Containers: []framework.Container{{Name: "app", Requests: rl("200m", "64Mi")}}})
 	pods := c.WaitForPods(t, ns, "app=web", 2, framework.PodRunning)
 	before := map[string]bool{}
@@ -461,4 +439,23 @@ func containerRec(v *vpav1.VerticalPodAutoscaler, name string) *vpav1.Recommende
 		}
 	}
 	return nil
+}
+
+// cpuQuota creates the ResourceQuota "team" with hard requests.cpu in ns,
+// and waits until the quota controller has filled in its status: quota
+// admission refuses pods until then.
+func cpuQuota(t *testing.T, c *framework.Cluster, ns, hard string) {
+	t.Helper()
+	ctx := context.Background()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse(hard)}},
+	}
+	if _, err := c.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.WaitFor(t, time.Minute, func() (bool, error) {
+		q, err := c.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "team", metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0, err
+	})
 }
