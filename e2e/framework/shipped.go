@@ -267,9 +267,9 @@ func (e *Shipped) DeleteLeader(t *testing.T, lease string) time.Time {
 	return deleted
 }
 
-// LeaderLoops reads a loop counter from the metrics of the pod that holds the Lease; the host
-// reaches pod addresses through the real node's veth.
-func (e *Shipped) LeaderLoops(lease string, port int, series string) (float64, error) {
+// LeaderMetric reads one series (name and labels, as exposed) from the metrics of the pod that
+// holds the Lease; the host reaches pod addresses through the real node's veth.
+func (e *Shipped) LeaderMetric(lease string, port int, series string) (float64, error) {
 	ctx := context.Background()
 	l, err := e.C.Client.CoordinationV1().Leases(ShippedNamespace).Get(ctx, lease, metav1.GetOptions{})
 	if err != nil {

@@ -343,7 +343,7 @@ func TestDeployOnTheRealNode(t *testing.T) {
 		e.WaitRolledOut(t, "vpa-recommender", 2*time.Minute)
 		// At least one loop of the new leader, read from its own metrics.
 		framework.WaitFor(t, 3*framework.ShippedLoopInterval, func() (bool, error) {
-			n, err := e.LeaderLoops("vpa-recommender-lease", 8942, `vpa_recommender_execution_latency_seconds_count{step="total"}`)
+			n, err := e.LeaderMetric("vpa-recommender-lease", 8942, `vpa_recommender_execution_latency_seconds_count{step="total"}`)
 			return err == nil && n >= 1, err
 		})
 		deleted = e.DeleteLeader(t, "vpa-recommender-lease")
