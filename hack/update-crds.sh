@@ -26,4 +26,5 @@ cd "$ROOT"
 go -C hack/tools tool controller-gen crd:crdVersions=v1,allowDangerousTypes=true \
   paths="$ROOT/apis/autoscaling/v1/..." \
   paths="$ROOT/apis/autoscaling/v1beta2/..." \
+  paths="$ROOT/apis/openvpa/v1alpha1/..." \
   output:crd:dir="$OUT"

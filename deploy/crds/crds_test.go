@@ -68,6 +68,7 @@ func TestCRDsAreValid(t *testing.T) {
 	for _, name := range []string{
 		"verticalpodautoscalers.autoscaling.k8s.io",
 		"verticalpodautoscalercheckpoints.autoscaling.k8s.io",
+		"verticalpodautoscalerpolicies.openvpa.io",
 	} {
 		t.Run(name, func(t *testing.T) {
 			v1crd, ok := crds[name]

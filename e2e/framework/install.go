@@ -26,7 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// InstallCRDs applies deploy/crds and waits until both CRDs are established.
+// InstallCRDs applies deploy/crds and waits until the CRDs are established.
 // It uses server-side apply: the CRDs are too large for the last-applied
 // annotation, and test packages running in parallel apply them at the same
 // time. They stay installed for the other packages.
@@ -35,7 +35,8 @@ func (c *Cluster) InstallCRDs(t testing.TB) {
 	c.Kubectl(t, "apply", "--server-side", "--force-conflicts", "--field-manager=openvpa-e2e",
 		"--filename", filepath.Join(c.RepoRoot, "deploy", "crds"))
 	c.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s",
-		"crd/verticalpodautoscalers.autoscaling.k8s.io", "crd/verticalpodautoscalercheckpoints.autoscaling.k8s.io")
+		"crd/verticalpodautoscalers.autoscaling.k8s.io", "crd/verticalpodautoscalercheckpoints.autoscaling.k8s.io",
+		"crd/verticalpodautoscalerpolicies.openvpa.io")
 }
 
 // ApplyRBAC applies a component's RBAC from deploy/rbac/<component>.yaml

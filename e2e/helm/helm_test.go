@@ -151,7 +151,7 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 			t.Errorf("%s %s/%s from the release: %v", o.GetKind(), o.GetNamespace(), o.GetName(), err)
 		}
 	}
-	want := map[string]int{"CustomResourceDefinition": 2, "ServiceAccount": 3, "Deployment": 3, "Service": 1,
+	want := map[string]int{"CustomResourceDefinition": 3, "ServiceAccount": 3, "Deployment": 3, "Service": 1,
 		"PodDisruptionBudget": 3, "Secret": 1, "MutatingWebhookConfiguration": 1}
 	for k, n := range want {
 		if kinds[k] != n {
@@ -250,8 +250,11 @@ func TestChartInstallsAndUninstalls(t *testing.T) {
 	// which installs and uninstalls within seconds, waits until a whole (not
 	// paginated) list of each is served, which is the list the finalizer
 	// makes.
-	for _, res := range []string{"verticalpodautoscalers", "verticalpodautoscalercheckpoints"} {
-		gvr := schema.GroupVersionResource{Group: "autoscaling.k8s.io", Version: "v1", Resource: res}
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalers"},
+		{Group: "autoscaling.k8s.io", Version: "v1", Resource: "verticalpodautoscalercheckpoints"},
+		{Group: "openvpa.io", Version: "v1alpha1", Resource: "verticalpodautoscalerpolicies"},
+	} {
 		framework.WaitFor(t, time.Minute, func() (bool, error) {
 			_, err := c.Dynamic.Resource(gvr).List(ctx, metav1.ListOptions{})
 			return err == nil, err

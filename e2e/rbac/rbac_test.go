@@ -90,6 +90,18 @@ func TestComponentPermissions(t *testing.T) {
 			{"watch", "nodes", "", true},
 			{"watch", "resourcequotas", ns, true},
 			{"update", "nodes", "", false},
+			// --policy-controller
+			{"watch", "verticalpodautoscalerpolicies.openvpa.io", "", true},
+			{"update", "verticalpodautoscalerpolicies.openvpa.io#status", "", true},
+			{"watch", "namespaces", "", true},
+			{"create", "verticalpodautoscalers.autoscaling.k8s.io", ns, true},
+			{"update", "verticalpodautoscalers.autoscaling.k8s.io", ns, true},
+			{"delete", "verticalpodautoscalers.autoscaling.k8s.io", ns, true},
+			{"create", "events", ns, true},
+			{"update", "leases.coordination.k8s.io/vpa-recommender-lease-policy", "kube-system", true},
+			{"update", "verticalpodautoscalerpolicies.openvpa.io", "", false},
+			{"create", "verticalpodautoscalerpolicies.openvpa.io", "", false},
+			{"update", "namespaces", "", false},
 			// must not
 			{"update", "leases.coordination.k8s.io/vpa-updater", "kube-system", false},
 			{"patch", "verticalpodautoscalers.autoscaling.k8s.io", ns, false},

@@ -72,7 +72,7 @@ var (
 	components = []string{"vpa-recommender", "vpa-updater", "vpa-admission-controller"}
 	// The chart's values key of each component.
 	valuesKey = map[string]string{"vpa-recommender": "recommender", "vpa-updater": "updater", "vpa-admission-controller": "admissionController"}
-	crds      = []string{"verticalpodautoscalers." + crdGroup, "verticalpodautoscalercheckpoints." + crdGroup}
+	crds      = []string{"verticalpodautoscalers." + crdGroup, "verticalpodautoscalercheckpoints." + crdGroup, "verticalpodautoscalerpolicies.openvpa.io"}
 )
 
 // manifest is the part of release.json the test reads.

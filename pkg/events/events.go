@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
 )
 
@@ -57,13 +58,15 @@ func (s Sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	return s.Clients.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }
 
-// scheme names the kinds the components record events about: pods, VPAs
-// and (the updater's scale points) HorizontalPodAutoscalers.
+// scheme names the kinds the components record events about: pods, VPAs,
+// (the updater's scale points) HorizontalPodAutoscalers and (the policy
+// controller) namespaces and VPA policies.
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(vpav1.AddToScheme(s))
 	utilruntime.Must(autoscalingv2.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
 }()
 

@@ -35,6 +35,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/informers"
 	"github.com/openvpa/openvpa/pkg/kubeclient"
+	"github.com/openvpa/openvpa/pkg/leaderelection"
 	"github.com/openvpa/openvpa/pkg/leases"
 	"github.com/openvpa/openvpa/pkg/nodefit"
 	"github.com/openvpa/openvpa/pkg/quota"
@@ -194,6 +195,21 @@ func Run(ctx context.Context, c options.Config) error {
 		rt.Work = func(ctx context.Context) error {
 			return runSharded(ctx, shardManager, scope, o.LeaderElection.RenewDeadline, rt.WaitForSync, l.run)
 		}
+	}
+	if o.PolicyController {
+		pc, err := newPolicyController(cfg, o, reg, clk)
+		if err != nil {
+			return err
+		}
+		run := pc.Run
+		if shardManager != nil {
+			// Every sharded replica works; the policy controller runs on one,
+			// under a Lease of its own.
+			le := o.LeaderElection
+			le.LeaderElect, le.ResourceName = true, le.ResourceName+policyLeaseSuffix
+			run = func(ctx context.Context) error { return leaderelection.Run(ctx, le, leaseClient, pc.Run) }
+		}
+		rt.Work = alongside(rt.Work, run)
 	}
 	return rt.Run(ctx)
 }

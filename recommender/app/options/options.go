@@ -88,6 +88,10 @@ type Options struct {
 	// QuotaFit checks recommendations against the namespaces'
 	// ResourceQuotas (the ResourceQuotaConflict condition).
 	QuotaFit bool
+	// PolicyController runs the policy controller on the leader: a managed
+	// VPA for every workload a VerticalPodAutoscalerPolicy or its
+	// namespace's openvpa.io/vpa-update-mode label selects.
+	PolicyController bool
 	// YieldToHPA reports resources an HPA scales on by utilization as left
 	// to it (HPAConflict reason ResourceYieldedToHPA).
 	YieldToHPA bool
@@ -164,6 +168,7 @@ func (o *Options) FlagSections() *component.Sections {
 	fs.StringVar(&o.Estimator, "estimator", o.Estimator, `Estimator computing recommendations: "percentile" (upstream's chain), "peak" or "adaptive"`)
 	fs.BoolVar(&o.NodeFit, "node-fit", o.NodeFit, "Cap each VPA's target and bounds (not its uncappedTarget) so that its pods fit the largest node they may be scheduled on (nodeSelector, required node affinity, tolerations; allocatable less the requests of the DaemonSet pods on it and of the pods' other containers), and set the RecommendationCappedToNode condition. Needs list and watch on nodes and pods; the recommender is ready once both are cached. false gives upstream's numbers")
 	fs.BoolVar(&o.YieldToHPA, "yield-to-hpa", o.YieldToHPA, "Report a resource that a HorizontalPodAutoscaler scales the VPA's target on by its utilization as left to the HPA (HPAConflict reason ResourceYieldedToHPA), as the admission controller and the updater, with their --yield-to-hpa, leave it. false reports the conflict as upstream's behaviour has it: both set the resource")
+	fs.BoolVar(&o.PolicyController, "policy-controller", o.PolicyController, "Run the policy controller on the leader (with --shards, on the holder of the Lease <leader-elect-resource-name>-policy): every workload that a VerticalPodAutoscalerPolicy (openvpa.io/v1alpha1) or its namespace's openvpa.io/vpa-update-mode label selects gets a managed VPA, unless a VPA of its own targets it. Needs the VerticalPodAutoscalerPolicy CRD, list and watch on namespaces and on the workload kinds, and create, update and delete on VPAs")
 	fs.BoolVar(&o.QuotaFit, "resource-quota-fit", o.QuotaFit, "Set the ResourceQuotaConflict condition on a VPA whose pods the namespace's ResourceQuotas would not admit with the whole recommendation. Needs list and watch on resourcequotas; without them nothing is checked")
 
 	fs = s.FlagSet("estimator")

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
+	openvpav1alpha1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/openvpa/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -31,17 +32,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	AutoscalingV1() autoscalingv1.AutoscalingV1Interface
+	OpenvpaV1alpha1() openvpav1alpha1.OpenvpaV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	autoscalingV1 *autoscalingv1.AutoscalingV1Client
+	autoscalingV1   *autoscalingv1.AutoscalingV1Client
+	openvpaV1alpha1 *openvpav1alpha1.OpenvpaV1alpha1Client
 }
 
 // AutoscalingV1 retrieves the AutoscalingV1Client
 func (c *Clientset) AutoscalingV1() autoscalingv1.AutoscalingV1Interface {
 	return c.autoscalingV1
+}
+
+// OpenvpaV1alpha1 retrieves the OpenvpaV1alpha1Client
+func (c *Clientset) OpenvpaV1alpha1() openvpav1alpha1.OpenvpaV1alpha1Interface {
+	return c.openvpaV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -92,6 +100,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.openvpaV1alpha1, err = openvpav1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.autoscalingV1 = autoscalingv1.New(c)
+	cs.openvpaV1alpha1 = openvpav1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

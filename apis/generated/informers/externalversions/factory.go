@@ -27,6 +27,7 @@ import (
 	versioned "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	autoscaling "github.com/openvpa/openvpa/apis/generated/informers/externalversions/autoscaling"
 	internalinterfaces "github.com/openvpa/openvpa/apis/generated/informers/externalversions/internalinterfaces"
+	openvpa "github.com/openvpa/openvpa/apis/generated/informers/externalversions/openvpa"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -326,8 +327,13 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Autoscaling() autoscaling.Interface
+	Openvpa() openvpa.Interface
 }
 
 func (f *sharedInformerFactory) Autoscaling() autoscaling.Interface {
 	return autoscaling.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Openvpa() openvpa.Interface {
+	return openvpa.New(f, f.namespace, f.tweakListOptions)
 }

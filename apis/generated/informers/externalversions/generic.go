@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	v1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
 )
@@ -57,6 +58,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Autoscaling().V1().VerticalPodAutoscalers().Informer()}, nil
 	case v1.SchemeGroupVersion.WithResource("verticalpodautoscalercheckpoints"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Autoscaling().V1().VerticalPodAutoscalerCheckpoints().Informer()}, nil
+
+		// Group=openvpa.io, Version=v1alpha1
+	case v1alpha1.SchemeGroupVersion.WithResource("verticalpodautoscalerpolicies"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Openvpa().V1alpha1().VerticalPodAutoscalerPolicies().Informer()}, nil
 
 	}
 

@@ -22,6 +22,8 @@ import (
 	clientset "github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	autoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1"
 	fakeautoscalingv1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/autoscaling/v1/fake"
+	openvpav1alpha1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/openvpa/v1alpha1"
+	fakeopenvpav1alpha1 "github.com/openvpa/openvpa/apis/generated/clientset/versioned/typed/openvpa/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -98,4 +100,9 @@ var (
 // AutoscalingV1 retrieves the AutoscalingV1Client
 func (c *Clientset) AutoscalingV1() autoscalingv1.AutoscalingV1Interface {
 	return &fakeautoscalingv1.FakeAutoscalingV1{Fake: &c.Fake}
+}
+
+// OpenvpaV1alpha1 retrieves the OpenvpaV1alpha1Client
+func (c *Clientset) OpenvpaV1alpha1() openvpav1alpha1.OpenvpaV1alpha1Interface {
+	return &fakeopenvpav1alpha1.FakeOpenvpaV1alpha1{Fake: &c.Fake}
 }

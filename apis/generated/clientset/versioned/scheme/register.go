@@ -20,6 +20,7 @@ package scheme
 
 import (
 	autoscalingv1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	openvpav1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,6 +33,7 @@ var Codecs = serializer.NewCodecFactory(Scheme)
 var ParameterCodec = runtime.NewParameterCodec(Scheme)
 var localSchemeBuilder = runtime.SchemeBuilder{
 	autoscalingv1.AddToScheme,
+	openvpav1alpha1.AddToScheme,
 }
 
 // AddToScheme adds all types of this clientset into the given scheme. This allows composition
