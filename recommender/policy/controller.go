@@ -424,6 +424,27 @@ func (c *Controller) seen(obj any, deleted bool) {
 	}
 }
 
+// markPending records a write until the cache has it. The cache may have
+// it already: the watch event can arrive before the write returns.
+func (c *Controller) markPending(key string, p pendingWrite) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p.at = c.clock.Now()
+	c.pending[key] = p
+	// The store is updated before the handlers run: a write whose event was
+	// handled before it was recorded is in the store now.
+	obj, exists, err := c.vpas.GetByKey(key)
+	if err != nil {
+		return
+	}
+	if p.deleted && !exists {
+		delete(c.pending, key)
+	}
+	if v, ok := obj.(*vpav1.VerticalPodAutoscaler); ok && !p.deleted && v.ResourceVersion == p.resourceVersion {
+		delete(c.pending, key)
+	}
+}
+
 // isPending reports whether a write to key is not yet in the cache.
 func (c *Controller) isPending(key string) bool {
 	p, ok := c.pending[key]
@@ -508,10 +529,12 @@ func (c *Controller) syncNamespace(ctx context.Context, ns string) error {
 		return nil
 	}
 	nsObj := obj.(*corev1.Namespace)
+	sources, _ := c.sources()
 	if nsObj.DeletionTimestamp != nil {
+		// Its VPAs go with it: nothing to write, nothing to count.
+		c.record(ns, sources, nil, nil)
 		return nil
 	}
-	sources, _ := c.sources()
 	wls, unwatched := c.workloads(ns, sources)
 	vpaObjs, err := c.vpas.ByIndex(cache.NamespaceIndex, ns)
 	if err != nil {
@@ -529,16 +552,23 @@ func (c *Controller) syncNamespace(ctx context.Context, ns string) error {
 	}
 	writeErr := c.write(ctx, logger, &plan)
 
+	c.record(ns, sources, plan.Policies, writeErr)
+	return writeErr
+}
+
+// record keeps a namespace's plan counts and queues the statuses of the
+// policies whose counts, errors or generations changed.
+func (c *Controller) record(ns string, sources []*Source, policies map[string]*Counts, writeErr error) {
 	gens := make(map[string]int64, len(sources))
 	for _, s := range sources {
 		gens[s.Policy] = s.Generation
 	}
 	c.mu.Lock()
 	old := c.results[ns]
-	c.results[ns] = &nsResult{policies: plan.Policies, generations: gens, err: writeErr}
+	c.results[ns] = &nsResult{policies: policies, generations: gens, err: writeErr}
 	c.mu.Unlock()
 	touched := map[string]bool{}
-	for p := range plan.Policies {
+	for p := range policies {
 		touched[p] = true
 	}
 	if old != nil {
@@ -559,7 +589,6 @@ func (c *Controller) syncNamespace(ctx context.Context, ns string) error {
 	for p := range touched {
 		c.statuses.AddAfter(p, time.Second)
 	}
-	return writeErr
 }
 
 // write makes the plan's writes, skipping those already made and not yet
@@ -594,9 +623,7 @@ func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) 
 			continue
 		}
 		c.metrics.writes.WithLabelValues("create").Inc()
-		c.mu.Lock()
-		c.pending[key] = pendingWrite{resourceVersion: created.ResourceVersion, at: c.clock.Now()}
-		c.mu.Unlock()
+		c.markPending(key, pendingWrite{resourceVersion: created.ResourceVersion})
 		logger.V(2).Info("Created managed VPA", "vpa", klog.KObj(v), "policy", v.Labels[policyv1alpha1.LabelPolicy])
 	}
 	for _, v := range plan.Updates {
@@ -613,9 +640,7 @@ func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) 
 			continue
 		}
 		c.metrics.writes.WithLabelValues("update").Inc()
-		c.mu.Lock()
-		c.pending[key] = pendingWrite{resourceVersion: updated.ResourceVersion, at: c.clock.Now()}
-		c.mu.Unlock()
+		c.markPending(key, pendingWrite{resourceVersion: updated.ResourceVersion})
 		logger.V(2).Info("Updated managed VPA", "vpa", klog.KObj(v), "policy", v.Labels[policyv1alpha1.LabelPolicy])
 	}
 	for _, v := range plan.Deletes {
@@ -633,9 +658,7 @@ func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) 
 			continue
 		}
 		c.metrics.writes.WithLabelValues("delete").Inc()
-		c.mu.Lock()
-		c.pending[key] = pendingWrite{deleted: true, at: c.clock.Now()}
-		c.mu.Unlock()
+		c.markPending(key, pendingWrite{deleted: true})
 		logger.V(2).Info("Deleted managed VPA", "vpa", klog.KObj(v))
 	}
 	if len(errs) > 0 {
