@@ -29,9 +29,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -771,8 +771,17 @@ func containsSlash(s string) bool {
 // watch starts the metadata cache of one kind; once it has synced, every
 // namespace is planned again.
 func (c *Controller) watch(ctx context.Context, gk schema.GroupKind, gvr schema.GroupVersionResource) {
-	inf := metadatainformer.NewFilteredMetadataInformer(c.c.Metadata, gvr, c.o.Namespaces.WatchNamespace(), informers.DefaultResync,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	// A metadata-only list and watch: client-go's metadatainformer would
+	// link its all-groups informer factory into the recommender.
+	client := c.c.Metadata.Resource(gvr).Namespace(c.o.Namespaces.WatchNamespace())
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
+			return client.List(ctx, lo)
+		},
+		WatchFuncWithContext: client.Watch,
+	}
+	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, informers.DefaultResync,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	apiVersion := gvr.GroupVersion().String()
 	_ = inf.SetTransform(workloadTransform(gk, apiVersion))
 	if _, err := inf.AddEventHandler(c.workloadHandler()); err != nil {
