@@ -37,6 +37,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/recommender/model"
@@ -127,7 +128,7 @@ func historyCheckpoint(t *testing.T, vpaName string, days int, cpu, mem float64,
 //   - web: a Recreate VPA whose memory target is clipped by maxAllowed,
 //     two pods below the cpu lower bound (one OOM-killed), a PDB that
 //     allows no disruption, three days of checkpointed history;
-//   - api: an Off VPA whose pod requests far more than it uses, with an
+//   - api: an Off VPA made by policy right-size, whose pod requests far more than it uses, with an
 //     HPA on cpu, ten days of checkpointed history ending in two OOM kills
 //     (at requests of 256Mi and 384Mi) and the recommendation the adaptive
 //     estimator writes from it;
@@ -208,7 +209,8 @@ func fixtureSnapshot(t *testing.T) *snapshot.Snapshot {
 	twinB := vpa("twin-b", "twin", vpav1.UpdateModeInitial, now.Add(-time.Hour))
 	twinB.Annotations = map[string]string{hpa.ModeAnnotation: hpa.ModeScalePoint}
 	web.Labels = map[string]string{"team": "storefront"}
-	api.Labels = map[string]string{"team": "platform"}
+	api.Labels = map[string]string{"team": "platform",
+		policyv1alpha1.LabelManagedBy: policyv1alpha1.ManagedByPolicyController, policyv1alpha1.LabelPolicy: "right-size"}
 	twinA.Labels = map[string]string{"team": "storefront"}
 	s.VPAs = []*vpav1.VerticalPodAutoscaler{web, api, twinA, twinB}
 

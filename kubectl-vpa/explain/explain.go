@@ -40,6 +40,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
 	"github.com/openvpa/openvpa/pkg/target"
@@ -82,11 +83,14 @@ func DefaultOptions() Options {
 // -o json and -o yaml.
 type Explanation struct {
 	// Estimator is the estimator whose steps are explained.
-	Estimator  string      `json:"estimator"`
-	Namespace  string      `json:"namespace"`
-	Name       string      `json:"name"`
-	Target     string      `json:"target"`
-	UpdateMode string      `json:"updateMode"`
+	Estimator  string `json:"estimator"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Target     string `json:"target"`
+	UpdateMode string `json:"updateMode"`
+	// ManagedBy is what made the VPA when the policy controller manages it:
+	// "policy <name>" or the namespace label.
+	ManagedBy  string      `json:"managedBy,omitempty"`
 	Conditions []Condition `json:"conditions,omitempty"`
 	// Problems are findings about the VPA as a whole: an unresolvable
 	// target, overlapping VPAs, an HPA on the same resource.
@@ -330,7 +334,8 @@ func Compute(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o Options) *Exp
 	if o.Estimator == "" {
 		o.Estimator = estimator.PercentileName
 	}
-	e := &Explanation{Estimator: o.Estimator, Namespace: v.Namespace, Name: v.Name, UpdateMode: string(vpav1.GetUpdateMode(v)), Warnings: ix.Warnings}
+	e := &Explanation{Estimator: o.Estimator, Namespace: v.Namespace, Name: v.Name, UpdateMode: string(vpav1.GetUpdateMode(v)), Warnings: ix.Warnings,
+		ManagedBy: policyv1alpha1.ManagedBy(v.Labels)}
 	if v.Spec.TargetRef != nil {
 		e.Target = v.Spec.TargetRef.Kind + "/" + v.Spec.TargetRef.Name
 	}

@@ -36,6 +36,9 @@ func WriteTable(w io.Writer, e *Explanation) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	p := func(format string, args ...any) { fmt.Fprintf(tw, format, args...) }
 	p("VPA %s/%s\ttarget %s\tmode %s\testimator %s\n", e.Namespace, e.Name, orNone(e.Target), e.UpdateMode, orNone(e.Estimator))
+	if e.ManagedBy != "" {
+		p("  managed by %s: change the policy, not this VPA; a VPA of your own for the workload replaces it\n", e.ManagedBy)
+	}
 	for _, c := range e.Conditions {
 		line := "  condition " + c.Type + "=" + c.Status
 		if c.Reason != "" {

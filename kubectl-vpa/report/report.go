@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
+	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 	"github.com/openvpa/openvpa/kubectl-vpa/explain"
 	"github.com/openvpa/openvpa/kubectl-vpa/snapshot"
 	"github.com/openvpa/openvpa/pkg/hpa"
@@ -47,6 +48,8 @@ const (
 	FlagOverlap          = "overlap"
 	FlagHPAConflict      = "hpa-conflict"
 	FlagUnresolved       = "unresolved-target"
+	// FlagManaged marks a VPA that a policy or the namespace label made.
+	FlagManaged = "managed"
 )
 
 // gib is a GiB in bytes.
@@ -71,6 +74,9 @@ type Row struct {
 	Target    string `json:"target"`
 	Mode      string `json:"mode"`
 	Pods      int    `json:"pods"`
+	// ManagedBy is what made the VPA when the policy controller manages it:
+	// "policy <name>" or the namespace label.
+	ManagedBy string `json:"managedBy,omitempty"`
 
 	CPURequested      float64 `json:"cpuRequestedCores"`
 	CPURecommended    float64 `json:"cpuRecommendedCores"`
@@ -169,6 +175,9 @@ func row(ix *snapshot.Index, v *vpav1.VerticalPodAutoscaler, o explain.Options) 
 	flag := func(f, note string) {
 		r.Flags = append(r.Flags, f)
 		r.Notes = append(r.Notes, note)
+	}
+	if r.ManagedBy = policyv1alpha1.ManagedBy(v.Labels); r.ManagedBy != "" {
+		flag(FlagManaged, "made by "+r.ManagedBy)
 	}
 	if why, ok := ix.Unresolved[v]; ok {
 		flag(FlagUnresolved, why)

@@ -596,10 +596,7 @@ func (c *Controller) record(ns string, sources []*Source, policies map[string]*C
 func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) error {
 	var errs []error
 	for _, d := range plan.Displaced {
-		src := NamespaceLabelSource
-		if p := d.Managed.Labels[policyv1alpha1.LabelPolicy]; p != "" {
-			src = "policy " + p
-		}
+		src := policyv1alpha1.ManagedBy(d.Managed.Labels)
 		c.recorder.Eventf(d.User, corev1.EventTypeNormal, ReasonManagedVPARemoved,
 			"Removing VPA %s, which %s made for the same workload: a VPA written for a workload wins over a policy", d.Managed.Name, src)
 	}
@@ -706,13 +703,13 @@ func (c *Controller) ensureKinds(ctx context.Context) {
 
 // builtin are the resources of the well-known kinds.
 var builtin = map[schema.GroupKind]schema.GroupVersionResource{
-	{Group: "apps", Kind: "Deployment"}:            {Group: "apps", Version: "v1", Resource: "deployments"},
-	{Group: "apps", Kind: "StatefulSet"}:           {Group: "apps", Version: "v1", Resource: "statefulsets"},
-	{Group: "apps", Kind: "DaemonSet"}:             {Group: "apps", Version: "v1", Resource: "daemonsets"},
-	{Group: "apps", Kind: "ReplicaSet"}:            {Group: "apps", Version: "v1", Resource: "replicasets"},
-	{Group: "batch", Kind: "CronJob"}:              {Group: "batch", Version: "v1", Resource: "cronjobs"},
-	{Group: "batch", Kind: "Job"}:                  {Group: "batch", Version: "v1", Resource: "jobs"},
-	{Group: "", Kind: "ReplicationController"}:     {Group: "", Version: "v1", Resource: "replicationcontrollers"},
+	{Group: "apps", Kind: "Deployment"}:        {Group: "apps", Version: "v1", Resource: "deployments"},
+	{Group: "apps", Kind: "StatefulSet"}:       {Group: "apps", Version: "v1", Resource: "statefulsets"},
+	{Group: "apps", Kind: "DaemonSet"}:         {Group: "apps", Version: "v1", Resource: "daemonsets"},
+	{Group: "apps", Kind: "ReplicaSet"}:        {Group: "apps", Version: "v1", Resource: "replicasets"},
+	{Group: "batch", Kind: "CronJob"}:          {Group: "batch", Version: "v1", Resource: "cronjobs"},
+	{Group: "batch", Kind: "Job"}:              {Group: "batch", Version: "v1", Resource: "jobs"},
+	{Group: "", Kind: "ReplicationController"}: {Group: "", Version: "v1", Resource: "replicationcontrollers"},
 }
 
 // resolve finds the resource of a kind: a well-known one, or a namespaced

@@ -35,9 +35,9 @@ import (
 	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
 )
 
-// NamespaceLabelSource is how status, events and the plugin name the
-// namespace label as the source of a managed VPA.
-const NamespaceLabelSource = "namespace label " + policyv1alpha1.LabelNamespaceUpdateMode
+// NamespaceLabelSource is how status and events name the namespace label
+// as the source of a managed VPA.
+const NamespaceLabelSource = policyv1alpha1.NamespaceLabelSource
 
 // DefaultKinds are the kinds a policy without kinds covers: the well-known
 // controllers.
