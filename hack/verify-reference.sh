@@ -31,7 +31,8 @@ names_in_doc() {
 # Event reasons: the Reason* constants of the packages that record events.
 event_reasons() {
   grep -hoE '^\s*Reason[A-Za-z]+ +(Reason )?= +"[A-Za-z]+"' \
-    updater/eviction/eviction.go updater/loop/loop.go updater/scalepoint/scalepoint.go pkg/recommendation/plan.go |
+    updater/eviction/eviction.go updater/loop/loop.go updater/scalepoint/scalepoint.go pkg/recommendation/plan.go \
+    recommender/policy/controller.go |
     sed -E 's/.*"([A-Za-z]+)"/\1/' | sort -u
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/openvpa/openvpa/pkg/shards"
 	"github.com/openvpa/openvpa/recommender/input/history"
 	"github.com/openvpa/openvpa/recommender/metrics"
+	"github.com/openvpa/openvpa/recommender/policy"
 	"github.com/openvpa/openvpa/updater/loop"
 )
 
@@ -65,6 +66,7 @@ func registries() (map[string]*prometheus.Registry, error) {
 	metrics.NewRecommendationGauges(rec)
 	history.NewMetrics(rec)
 	history.NewLoader(nil, history.LoaderOptions{Registerer: rec})
+	policy.New(policy.Options{Registerer: rec}, policy.Clients{})
 	if _, err := shards.New(shards.Options{
 		Shards: 1, Name: "n", Namespace: "ns", Identity: "id", Registerer: rec,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: time.Second,
