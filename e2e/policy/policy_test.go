@@ -166,7 +166,9 @@ func (e *env) workloads(t *testing.T, ns string) []string {
 		pt.Spec.NodeSelector = map[string]string{"openvpa-e2e/none": "true"}
 		return pt
 	}
-	sel := func(app string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}} }
+	sel := func(app string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
+	}
 	meta := func(name, tier string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"tier": tier}}
 	}

@@ -150,7 +150,7 @@ func (c *Controller) syncStatus(ctx context.Context, name string) error {
 		c.recorder.Eventf(p, corev1.EventTypeWarning, ReasonInvalidPolicy, "%v", s.Invalid)
 	}
 	st := s.Status(p)
-	if equality.Semantic.DeepEqual(st, p.Status) {
+	if equalStatus(st, p.Status) {
 		return nil
 	}
 	out := p.DeepCopy()
@@ -164,4 +164,10 @@ func (c *Controller) syncStatus(ctx context.Context, name string) error {
 	}
 	c.metrics.writes.WithLabelValues("status").Inc()
 	return nil
+}
+
+// equalStatus reports whether two statuses are the same, as the status
+// write compares them.
+func equalStatus(a, b policyv1alpha1.VerticalPodAutoscalerPolicyStatus) bool {
+	return equality.Semantic.DeepEqual(a, b)
 }
