@@ -509,3 +509,45 @@ func TestNamespaceFlag(t *testing.T) {
 		t.Errorf("namespace %s, outside --vpa-object-namespace, has VPAs %v (%v)", b, slices.Collect(maps.Keys(vpas)), err)
 	}
 }
+
+// TestValidation: the API server refuses a policy that names a kind twice,
+// a priority out of range, and a kind that is not a kind's name.
+func TestValidation(t *testing.T) {
+	e := setup(t)
+	valid := func() *policyv1alpha1.VerticalPodAutoscalerPolicy {
+		return &policyv1alpha1.VerticalPodAutoscalerPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: e.policyName("invalid")},
+			Spec: policyv1alpha1.VerticalPodAutoscalerPolicySpec{
+				Template: policyv1alpha1.VerticalPodAutoscalerTemplate{UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: mode(vpav1.UpdateModeOff)}},
+			},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*policyv1alpha1.VerticalPodAutoscalerPolicy)
+		want   string
+	}{
+		{"a kind named twice", func(p *policyv1alpha1.VerticalPodAutoscalerPolicy) {
+			p.Spec.Kinds = []policyv1alpha1.WorkloadKind{{APIGroup: "apps", Kind: "Deployment"}, {APIGroup: "apps", Kind: "Deployment"}}
+		}, "each kind may be named once"},
+		{"a priority out of range", func(p *policyv1alpha1.VerticalPodAutoscalerPolicy) { p.Spec.Priority = 5000 }, "spec.priority"},
+		{"a kind that is not a kind", func(p *policyv1alpha1.VerticalPodAutoscalerPolicy) {
+			p.Spec.Kinds = []policyv1alpha1.WorkloadKind{{APIGroup: "apps", Kind: "deployments"}}
+		}, "spec.kinds[0].kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := valid()
+			tc.change(p)
+			_, err := e.vpa.OpenvpaV1alpha1().VerticalPodAutoscalerPolicies().Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want Invalid naming %q", err, tc.want)
+			}
+		})
+	}
+	// The same kinds in other groups are different kinds.
+	p := valid()
+	p.Spec.Kinds = []policyv1alpha1.WorkloadKind{{APIGroup: "apps", Kind: "Deployment"}, {APIGroup: "example.com", Kind: "Deployment"}}
+	if _, err := e.vpa.OpenvpaV1alpha1().VerticalPodAutoscalerPolicies().Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("kinds of two groups: %v", err)
+	}
+}

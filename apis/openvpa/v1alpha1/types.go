@@ -71,6 +71,7 @@ type VerticalPodAutoscalerPolicySpec struct {
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(a, self.exists_one(b, b.kind == a.kind && (has(b.apiGroup) ? b.apiGroup : '') == (has(a.apiGroup) ? a.apiGroup : '')))",message="each kind may be named once"
 	Kinds []WorkloadKind `json:"kinds,omitempty"`
 
 	// Selector selects the workloads by their own labels; unset selects
@@ -86,6 +87,8 @@ type VerticalPodAutoscalerPolicySpec struct {
 	// policy, and a VPA a user wrote wins over both.
 	// +optional
 	// +kubebuilder:default=0
+	// +kubebuilder:validation:Minimum=-1000
+	// +kubebuilder:validation:Maximum=1000
 	Priority int32 `json:"priority,omitempty"`
 
 	// Template is the spec of each managed VPA, without its targetRef,
