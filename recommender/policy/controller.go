@@ -28,8 +28,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -272,192 +270,6 @@ func (c *Controller) next(ctx context.Context, q workqueue.TypedRateLimitingInte
 	return true
 }
 
-// trimNamespace keeps a namespace's name, labels and deletion.
-func trimNamespace(obj any) (any, error) {
-	ns, ok := obj.(*corev1.Namespace)
-	if !ok {
-		return obj, nil
-	}
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels, DeletionTimestamp: ns.DeletionTimestamp,
-	}}, nil
-}
-
-// enqueueAll queues every namespace the recommender handles.
-func (c *Controller) enqueueAll() {
-	for _, ns := range c.nsIdx.ListKeys() {
-		if c.o.Namespaces.Allows(ns) {
-			c.queue.Add(ns)
-		}
-	}
-}
-
-func (c *Controller) enqueueNamespaceOf(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		ns, _, err := cache.SplitMetaNamespaceKey(t.Key)
-		if err == nil && c.o.Namespaces.Allows(ns) {
-			c.queue.Add(ns)
-		}
-		return
-	}
-	if m, ok := obj.(metav1.Object); ok && c.o.Namespaces.Allows(m.GetNamespace()) {
-		c.queue.Add(m.GetNamespace())
-	}
-}
-
-func (c *Controller) vpaHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			c.seen(obj, false)
-			c.enqueueNamespaceOf(obj)
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			c.seen(newObj, false)
-			o, n := oldObj.(*vpav1.VerticalPodAutoscaler), newObj.(*vpav1.VerticalPodAutoscaler)
-			// Status writes (every recommender loop) change neither.
-			if o.Generation != n.Generation || !labels.Equals(o.Labels, n.Labels) || len(o.OwnerReferences) != len(n.OwnerReferences) {
-				c.enqueueNamespaceOf(newObj)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			c.seen(obj, true)
-			c.enqueueNamespaceOf(obj)
-		},
-	}
-}
-
-func (c *Controller) policyHandler() cache.ResourceEventHandler {
-	changed := func(name string) {
-		c.enqueueAll()
-		c.statuses.Add(name)
-		select {
-		case c.kinds <- struct{}{}:
-		default:
-		}
-	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if p, ok := obj.(*policyv1alpha1.VerticalPodAutoscalerPolicy); ok {
-				changed(p.Name)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := oldObj.(*policyv1alpha1.VerticalPodAutoscalerPolicy), newObj.(*policyv1alpha1.VerticalPodAutoscalerPolicy)
-			if o.Generation != n.Generation {
-				changed(n.Name)
-			}
-		},
-		DeleteFunc: func(any) {
-			c.enqueueAll()
-		},
-	}
-}
-
-func (c *Controller) namespaceHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if ns, ok := obj.(*corev1.Namespace); ok && c.o.Namespaces.Allows(ns.Name) {
-				c.queue.Add(ns.Name)
-			}
-		},
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := oldObj.(*corev1.Namespace), newObj.(*corev1.Namespace)
-			if !labels.Equals(o.Labels, n.Labels) && c.o.Namespaces.Allows(n.Name) {
-				c.queue.Add(n.Name)
-			}
-		},
-		DeleteFunc: func(obj any) {
-			ns, ok := obj.(*corev1.Namespace)
-			if !ok {
-				if t, tok := obj.(cache.DeletedFinalStateUnknown); tok {
-					ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.Key}}
-				} else {
-					return
-				}
-			}
-			c.mu.Lock()
-			old := c.results[ns.Name]
-			delete(c.results, ns.Name)
-			c.mu.Unlock()
-			if old != nil {
-				for p := range old.policies {
-					c.statuses.AddAfter(p, time.Second)
-				}
-			}
-		},
-	}
-}
-
-func (c *Controller) workloadHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: c.enqueueNamespaceOf,
-		UpdateFunc: func(oldObj, newObj any) {
-			o, n := oldObj.(*Workload), newObj.(*Workload)
-			if o.Owned != n.Owned || o.UID != n.UID || !labels.Equals(o.Labels, n.Labels) {
-				c.enqueueNamespaceOf(newObj)
-			}
-		},
-		DeleteFunc: c.enqueueNamespaceOf,
-	}
-}
-
-// seen clears the pending write of a VPA the cache now has.
-func (c *Controller) seen(obj any, deleted bool) {
-	var key string
-	var rv string
-	switch v := obj.(type) {
-	case *vpav1.VerticalPodAutoscaler:
-		key, rv = v.Namespace+"/"+v.Name, v.ResourceVersion
-	case cache.DeletedFinalStateUnknown:
-		key = v.Key
-	default:
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.pending[key]
-	if !ok {
-		return
-	}
-	if deleted == p.deleted && (deleted || p.resourceVersion == "" || p.resourceVersion == rv) {
-		delete(c.pending, key)
-	}
-}
-
-// markPending records a write until the cache has it. The cache may have
-// it already: the watch event can arrive before the write returns.
-func (c *Controller) markPending(key string, p pendingWrite) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p.at = c.clock.Now()
-	c.pending[key] = p
-	// The store is updated before the handlers run: a write whose event was
-	// handled before it was recorded is in the store now.
-	obj, exists, err := c.vpas.GetByKey(key)
-	if err != nil {
-		return
-	}
-	if p.deleted && !exists {
-		delete(c.pending, key)
-	}
-	if v, ok := obj.(*vpav1.VerticalPodAutoscaler); ok && !p.deleted && v.ResourceVersion == p.resourceVersion {
-		delete(c.pending, key)
-	}
-}
-
-// isPending reports whether a write to key is not yet in the cache.
-func (c *Controller) isPending(key string) bool {
-	p, ok := c.pending[key]
-	if !ok {
-		return false
-	}
-	if c.clock.Since(p.at) > pendingFor {
-		delete(c.pending, key)
-		return false
-	}
-	return true
-}
-
 // sources compiles the policies in the cache; invalid ones are left out.
 func (c *Controller) sources() (out []*Source, invalid map[string]error) {
 	for _, obj := range c.policiesIdx.List() {
@@ -476,46 +288,6 @@ func (c *Controller) sources() (out []*Source, invalid map[string]error) {
 		out = append(out, s)
 	}
 	return out, invalid
-}
-
-// workloads returns the namespace's workloads and the kinds not known yet.
-func (c *Controller) workloads(ns string, want []*Source) ([]*Workload, map[schema.GroupKind]bool) {
-	c.mu.Lock()
-	watches := make(map[schema.GroupKind]*kindWatch, len(c.watches))
-	for gk, w := range c.watches {
-		watches[gk] = w
-	}
-	c.mu.Unlock()
-	unwatched := map[schema.GroupKind]bool{}
-	for _, s := range want {
-		for gk := range s.kinds {
-			if w, ok := watches[gk]; !ok || !w.informer.HasSynced() {
-				unwatched[gk] = true
-			}
-		}
-	}
-	for _, gk := range DefaultKinds {
-		if w, ok := watches[gk]; !ok || !w.informer.HasSynced() {
-			unwatched[gk] = true
-		}
-	}
-	var out []*Workload
-	for gk, w := range watches {
-		if unwatched[gk] {
-			continue
-		}
-		objs, err := w.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
-		if err != nil {
-			unwatched[gk] = true
-			continue
-		}
-		for _, o := range objs {
-			if wl, ok := o.(*Workload); ok {
-				out = append(out, wl)
-			}
-		}
-	}
-	return out, unwatched
 }
 
 // syncNamespace plans one namespace and writes the plan.
@@ -594,69 +366,59 @@ func (c *Controller) record(ns string, sources []*Source, policies map[string]*C
 // write makes the plan's writes, skipping those already made and not yet
 // seen in the cache.
 func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) error {
-	var errs []error
 	for _, d := range plan.Displaced {
-		src := policyv1alpha1.ManagedBy(d.Managed.Labels)
 		c.recorder.Eventf(d.User, corev1.EventTypeNormal, ReasonManagedVPARemoved,
-			"Removing VPA %s, which %s made for the same workload: a VPA written for a workload wins over a policy", d.Managed.Name, src)
+			"Removing VPA %s, which %s made for the same workload: a VPA written for a workload wins over a policy",
+			d.Managed.Name, policyv1alpha1.ManagedBy(d.Managed.Labels))
 	}
-	for _, v := range plan.Creates {
-		key := v.Namespace + "/" + v.Name
-		c.mu.Lock()
-		skip := c.isPending(key)
-		c.mu.Unlock()
-		if skip {
-			continue
-		}
-		created, err := c.c.Kube.VPA.VerticalPodAutoscalers(v.Namespace).Create(ctx, v, metav1.CreateOptions{FieldManager: fieldManager})
-		if apierrors.IsAlreadyExists(err) {
-			// The cache is behind, or a user's VPA has the name: the next
-			// event settles it.
-			errs = append(errs, fmt.Errorf("creating VPA %s: %w", key, err))
-			continue
-		}
+	type op struct {
+		verb string
+		vpas []*vpav1.VerticalPodAutoscaler
+		// do writes one VPA and returns what the cache will hold after it.
+		do func(*vpav1.VerticalPodAutoscaler) (pendingWrite, error)
+	}
+	client := c.c.Kube.VPA.VerticalPodAutoscalers
+	ops := []op{{verb: "create", vpas: plan.Creates, do: func(v *vpav1.VerticalPodAutoscaler) (pendingWrite, error) {
+		// AlreadyExists: the cache is behind, or a user's VPA has the name;
+		// the error is retried, and the next event settles it.
+		out, err := client(v.Namespace).Create(ctx, v, metav1.CreateOptions{FieldManager: fieldManager})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("creating VPA %s: %w", key, err))
-			continue
+			return pendingWrite{}, err
 		}
-		c.metrics.writes.WithLabelValues("create").Inc()
-		c.markPending(key, pendingWrite{resourceVersion: created.ResourceVersion})
-		logger.V(2).Info("Created managed VPA", "vpa", klog.KObj(v), "policy", v.Labels[policyv1alpha1.LabelPolicy])
-	}
-	for _, v := range plan.Updates {
-		key := v.Namespace + "/" + v.Name
-		c.mu.Lock()
-		skip := c.isPending(key)
-		c.mu.Unlock()
-		if skip {
-			continue
-		}
-		updated, err := c.c.Kube.VPA.VerticalPodAutoscalers(v.Namespace).Update(ctx, v, metav1.UpdateOptions{FieldManager: fieldManager})
+		return pendingWrite{resourceVersion: out.ResourceVersion}, nil
+	}}, {verb: "update", vpas: plan.Updates, do: func(v *vpav1.VerticalPodAutoscaler) (pendingWrite, error) {
+		out, err := client(v.Namespace).Update(ctx, v, metav1.UpdateOptions{FieldManager: fieldManager})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("updating VPA %s: %w", key, err))
-			continue
+			return pendingWrite{}, err
 		}
-		c.metrics.writes.WithLabelValues("update").Inc()
-		c.markPending(key, pendingWrite{resourceVersion: updated.ResourceVersion})
-		logger.V(2).Info("Updated managed VPA", "vpa", klog.KObj(v), "policy", v.Labels[policyv1alpha1.LabelPolicy])
-	}
-	for _, v := range plan.Deletes {
-		key := v.Namespace + "/" + v.Name
-		c.mu.Lock()
-		skip := c.isPending(key)
-		c.mu.Unlock()
-		if skip {
-			continue
-		}
+		return pendingWrite{resourceVersion: out.ResourceVersion}, nil
+	}}, {verb: "delete", vpas: plan.Deletes, do: func(v *vpav1.VerticalPodAutoscaler) (pendingWrite, error) {
 		uid := v.UID
-		err := c.c.Kube.VPA.VerticalPodAutoscalers(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("deleting VPA %s: %w", key, err))
-			continue
+		err := client(v.Namespace).Delete(ctx, v.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		if apierrors.IsNotFound(err) {
+			err = nil
 		}
-		c.metrics.writes.WithLabelValues("delete").Inc()
-		c.markPending(key, pendingWrite{deleted: true})
-		logger.V(2).Info("Deleted managed VPA", "vpa", klog.KObj(v))
+		return pendingWrite{deleted: true}, err
+	}}}
+	var errs []error
+	for _, o := range ops {
+		for _, v := range o.vpas {
+			key := v.Namespace + "/" + v.Name
+			c.mu.Lock()
+			skip := c.isPending(key)
+			c.mu.Unlock()
+			if skip {
+				continue
+			}
+			p, err := o.do(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s VPA %s: %w", o.verb, key, err))
+				continue
+			}
+			c.metrics.writes.WithLabelValues(o.verb).Inc()
+			c.markPending(key, p)
+			logger.V(2).Info("Wrote managed VPA", "verb", o.verb, "vpa", klog.KObj(v), "policy", v.Labels[policyv1alpha1.LabelPolicy])
+		}
 	}
 	if len(errs) > 0 {
 		c.metrics.errors.Inc()
@@ -666,158 +428,3 @@ func (c *Controller) write(ctx context.Context, logger klog.Logger, plan *Plan) 
 
 // fieldManager names the controller's writes in managed fields.
 const fieldManager = "vpa-policy-controller"
-
-// ensureKinds starts a cache for every kind the policies name, and the
-// well-known ones.
-func (c *Controller) ensureKinds(ctx context.Context) {
-	want := map[schema.GroupKind]bool{}
-	for _, gk := range DefaultKinds {
-		want[gk] = true
-	}
-	sources, _ := c.sources()
-	for _, s := range sources {
-		for gk := range s.kinds {
-			want[gk] = true
-		}
-	}
-	for gk := range want {
-		c.mu.Lock()
-		_, have := c.watches[gk]
-		c.mu.Unlock()
-		if have {
-			continue
-		}
-		gvr, err := c.resolve(ctx, gk)
-		c.mu.Lock()
-		if err != nil {
-			c.kindErrs[gk] = err
-			c.mu.Unlock()
-			klog.FromContext(ctx).Info("Cannot watch a kind a policy names", "kind", gk.String(), "err", err)
-			continue
-		}
-		delete(c.kindErrs, gk)
-		c.mu.Unlock()
-		c.watch(ctx, gk, gvr)
-	}
-}
-
-// builtin are the resources of the well-known kinds.
-var builtin = map[schema.GroupKind]schema.GroupVersionResource{
-	{Group: "apps", Kind: "Deployment"}:        {Group: "apps", Version: "v1", Resource: "deployments"},
-	{Group: "apps", Kind: "StatefulSet"}:       {Group: "apps", Version: "v1", Resource: "statefulsets"},
-	{Group: "apps", Kind: "DaemonSet"}:         {Group: "apps", Version: "v1", Resource: "daemonsets"},
-	{Group: "apps", Kind: "ReplicaSet"}:        {Group: "apps", Version: "v1", Resource: "replicasets"},
-	{Group: "batch", Kind: "CronJob"}:          {Group: "batch", Version: "v1", Resource: "cronjobs"},
-	{Group: "batch", Kind: "Job"}:              {Group: "batch", Version: "v1", Resource: "jobs"},
-	{Group: "", Kind: "ReplicationController"}: {Group: "", Version: "v1", Resource: "replicationcontrollers"},
-}
-
-// resolve finds the resource of a kind: a well-known one, or a namespaced
-// custom resource with the scale subresource in its group's preferred
-// version.
-func (c *Controller) resolve(ctx context.Context, gk schema.GroupKind) (schema.GroupVersionResource, error) {
-	if gvr, ok := builtin[gk]; ok {
-		return gvr, nil
-	}
-	versions, err := c.c.Discovery.Versions(ctx, gk.Group)
-	if err != nil {
-		return schema.GroupVersionResource{}, fmt.Errorf("discovering group %q: %w", gk.Group, err)
-	}
-	for _, v := range versions {
-		gv := schema.GroupVersion{Group: gk.Group, Version: v}
-		list, err := c.c.Discovery.Resources(ctx, gv)
-		if err != nil {
-			return schema.GroupVersionResource{}, fmt.Errorf("discovering %s: %w", gv, err)
-		}
-		if gvr, ok, err := scalable(list, gv, gk.Kind); ok || err != nil {
-			return gvr, err
-		}
-	}
-	return schema.GroupVersionResource{}, fmt.Errorf("no resource of kind %s is served", gk)
-}
-
-// scalable finds kind in a group version's resources; an error when it is
-// cluster-scoped or has no scale subresource.
-func scalable(list *metav1.APIResourceList, gv schema.GroupVersion, kind string) (schema.GroupVersionResource, bool, error) {
-	for _, r := range list.APIResources {
-		if r.Kind != kind || containsSlash(r.Name) {
-			continue
-		}
-		if !r.Namespaced {
-			return schema.GroupVersionResource{}, false, fmt.Errorf("%s %s is cluster-scoped", gv, kind)
-		}
-		for _, s := range list.APIResources {
-			if s.Name == r.Name+"/scale" {
-				return gv.WithResource(r.Name), true, nil
-			}
-		}
-		return schema.GroupVersionResource{}, false, fmt.Errorf("%s %s has no scale subresource", gv, kind)
-	}
-	return schema.GroupVersionResource{}, false, nil
-}
-
-func containsSlash(s string) bool {
-	for i := range len(s) {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
-}
-
-// watch starts the metadata cache of one kind; once it has synced, every
-// namespace is planned again.
-func (c *Controller) watch(ctx context.Context, gk schema.GroupKind, gvr schema.GroupVersionResource) {
-	// A metadata-only list and watch: client-go's metadatainformer would
-	// link its all-groups informer factory into the recommender.
-	client := c.c.Metadata.Resource(gvr).Namespace(c.o.Namespaces.WatchNamespace())
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, lo metav1.ListOptions) (runtime.Object, error) {
-			return client.List(ctx, lo)
-		},
-		WatchFuncWithContext: client.Watch,
-	}
-	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, informers.DefaultResync,
-		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	apiVersion := gvr.GroupVersion().String()
-	_ = inf.SetTransform(workloadTransform(gk, apiVersion))
-	if _, err := inf.AddEventHandler(c.workloadHandler()); err != nil {
-		klog.FromContext(ctx).Error(err, "Adding the workload handler", "kind", gk.String())
-		return
-	}
-	c.mu.Lock()
-	c.watches[gk] = &kindWatch{informer: inf, apiVersion: apiVersion}
-	c.mu.Unlock()
-	go inf.RunWithContext(ctx)
-	go func() {
-		if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			klog.FromContext(ctx).V(1).Info("Watching workloads", "kind", gk.String(), "resource", gvr.String())
-			c.enqueueAll()
-		}
-	}()
-}
-
-// workloadTransform turns cached metadata into a *Workload; idempotent, as
-// a watch-list start runs it twice.
-func workloadTransform(gk schema.GroupKind, apiVersion string) cache.TransformFunc {
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *Workload:
-			return o, nil
-		case *metav1.PartialObjectMetadata:
-			w := &Workload{
-				ObjectMeta: metav1.ObjectMeta{
-					Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels,
-				},
-				GroupKind: gk, APIVersion: apiVersion,
-			}
-			for _, ref := range o.OwnerReferences {
-				if ref.Controller != nil && *ref.Controller {
-					w.Owned = true
-				}
-			}
-			return w, nil
-		}
-		return obj, nil
-	}
-}
