@@ -34,6 +34,7 @@ import (
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
 	policyv1alpha1 "github.com/openvpa/openvpa/apis/openvpa/v1alpha1"
+	"github.com/openvpa/openvpa/hack/internal/benchenv"
 )
 
 const (
@@ -49,26 +50,6 @@ type cluster struct {
 	kube kubernetes.Interface
 	vpas versioned.Interface
 	c    config
-}
-
-// namespaceList returns the namespaces of the Deployments.
-func (c config) namespaceList() []string {
-	if c.namespaces <= 1 {
-		return []string{c.namespace}
-	}
-	out := make([]string, c.namespaces)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%d", c.namespace, i)
-	}
-	return out
-}
-
-// namespaceOf returns the namespace of Deployment i.
-func (c config) namespaceOf(i int) string {
-	if c.namespaces <= 1 {
-		return c.namespace
-	}
-	return fmt.Sprintf("%s-%d", c.namespace, i%c.namespaces)
 }
 
 // listNamespace is the namespace to list in: the only one, or all.
@@ -306,3 +287,9 @@ func (cl *cluster) managedVersions(ctx context.Context) (map[string]string, erro
 	}
 	return out, nil
 }
+
+// namespaceList returns the run's namespaces.
+func (c config) namespaceList() []string { return benchenv.Namespaces(c.namespace, c.namespaces) }
+
+// namespaceOf returns the namespace of Deployment i.
+func (c config) namespaceOf(i int) string { return benchenv.NamespaceOf(c.namespace, c.namespaces, i) }

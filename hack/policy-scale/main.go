@@ -50,7 +50,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,6 +65,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/hack/internal/benchenv"
 )
 
 type config struct {
@@ -103,17 +103,10 @@ func main() {
 	}
 }
 
-func defaultKubeconfig() string {
-	if k := os.Getenv("KUBECONFIG"); k != "" {
-		return k
-	}
-	return filepath.Join("_output", "cluster", "kubeconfig")
-}
-
 func parseFlags(args []string) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("policy-scale", flag.ContinueOnError)
-	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", benchenv.DefaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
 	fs.StringVar(&c.namespace, "namespace", "policy-scale", "namespace of the Deployments; with --namespaces above 1, the prefix of <namespace>-0 ... <namespace>-<n-1>")
 	fs.IntVar(&c.namespaces, "namespaces", 1, "spread the Deployments round-robin over this many namespaces")
 	fs.IntVar(&c.workloads, "workloads", 10000, "number of Deployments (replicas 0, so no pods)")
@@ -239,15 +232,6 @@ type recommender struct {
 	logPath string
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // recommenderArgs are the flags the recommender runs with.
 func recommenderArgs(c config, port int) []string {
 	args := []string{
@@ -264,7 +248,7 @@ func recommenderArgs(c config, port int) []string {
 }
 
 func startRecommender(c config, bin string) (*recommender, error) {
-	port, err := freePort()
+	port, err := benchenv.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/openvpa/openvpa/hack/internal/benchenv"
 )
 
 // component is one updater or admission-controller binary to measure after
@@ -67,7 +69,7 @@ type componentResult struct {
 // for the updater, has run loops loops (--updater-interval=interval), then
 // for settle more, and reads its memory from /metrics and /proc.
 func measureComponent(ctx context.Context, cfg config, c component, loops int, interval, settle time.Duration) (*componentResult, error) {
-	port, err := freePort()
+	port, err := benchenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +79,7 @@ func measureComponent(ctx context.Context, cfg config, c component, loops int, i
 		// Off-mode VPAs: every loop reads every VPA and pod and evicts none.
 		args = append(args, "--updater-interval="+interval.String(), "--use-admission-controller-status=false")
 	case "admission-controller":
-		webhookPort, err := freePort()
+		webhookPort, err := benchenv.FreePort()
 		if err != nil {
 			return nil, err
 		}

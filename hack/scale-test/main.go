@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -68,6 +67,7 @@ import (
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/hack/internal/benchenv"
 )
 
 type config struct {
@@ -111,17 +111,10 @@ func main() {
 	}
 }
 
-func defaultKubeconfig() string {
-	if k := os.Getenv("KUBECONFIG"); k != "" {
-		return k
-	}
-	return filepath.Join("_output", "cluster", "kubeconfig")
-}
-
 func run(ctx context.Context, args []string, out io.Writer) error {
 	var c config
 	fs := flag.NewFlagSet("scale-test", flag.ContinueOnError)
-	fs.StringVar(&c.kubeconfig, "kubeconfig", defaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", benchenv.DefaultKubeconfig(), "kubeconfig of the cluster (default $KUBECONFIG, else _output/cluster/kubeconfig)")
 	fs.StringVar(&c.namespace, "namespace", "scale-test", "namespace for the workloads; must not exist yet")
 	fs.IntVar(&c.namespaces, "namespaces", 1, "spread the Deployments round-robin over this many namespaces, <namespace>-0, <namespace>-1, ...; above 1 the recommender watches every namespace (use a cluster of its own)")
 	fs.IntVar(&c.deployments, "deployments", 500, "number of Deployments, each with a VPA in Off mode")
@@ -292,26 +285,6 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	reportComponents(out, cres)
 	return nil
-}
-
-// namespaceList returns the test's namespaces.
-func (c config) namespaceList() []string {
-	if c.namespaces <= 1 {
-		return []string{c.namespace}
-	}
-	out := make([]string, c.namespaces)
-	for i := range out {
-		out[i] = fmt.Sprintf("%s-%d", c.namespace, i)
-	}
-	return out
-}
-
-// namespaceOf returns the namespace of Deployment i.
-func (c config) namespaceOf(i int) string {
-	if c.namespaces <= 1 {
-		return c.namespace
-	}
-	return fmt.Sprintf("%s-%d", c.namespace, i%c.namespaces)
 }
 
 // describe names the namespaces for the log.
@@ -547,17 +520,8 @@ type results struct {
 
 var steps = []string{"LoadVPAs", "LoadPods", "LoadMetrics", "DeleteRemovedPods", "UpdateVPAs", "MaintainCheckpoints", "GarbageCollect", "total"}
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 func measure(ctx context.Context, vpas versioned.Interface, c config) (*results, error) {
-	port, err := freePort()
+	port, err := benchenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -842,3 +806,9 @@ func rssSplit(pid int) (anon, file float64) {
 	}
 	return anon, file
 }
+
+// namespaceList returns the run's namespaces.
+func (c config) namespaceList() []string { return benchenv.Namespaces(c.namespace, c.namespaces) }
+
+// namespaceOf returns the namespace of Deployment i.
+func (c config) namespaceOf(i int) string { return benchenv.NamespaceOf(c.namespace, c.namespaces, i) }

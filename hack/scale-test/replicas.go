@@ -33,6 +33,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/openvpa/openvpa/apis/generated/clientset/versioned"
+	"github.com/openvpa/openvpa/hack/internal/benchenv"
 )
 
 // replicaResult is what one replica of a sharded recommender cost.
@@ -105,7 +106,7 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 		return nil, err
 	}
 	for i := range c.recommenderReplicas {
-		port, err := freePort()
+		port, err := benchenv.FreePort()
 		if err != nil {
 			return nil, err
 		}
