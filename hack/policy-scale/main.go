@@ -225,9 +225,7 @@ func build(ctx context.Context, dir string) (string, error) {
 
 // recommender is the running process under test.
 type recommender struct {
-	cmd     *exec.Cmd
-	exited  chan error
-	done    chan struct{}
+	proc    *benchenv.Process
 	url     string
 	logPath string
 }
@@ -259,42 +257,26 @@ func startRecommender(c config, bin string) (*recommender, error) {
 	}
 	args := recommenderArgs(c, port)
 	logf("starting %s %s (log %s)", bin, strings.Join(args, " "), logPath)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
+	proc, err := benchenv.StartProcess(bin, args, logFile)
+	if err != nil {
 		logFile.Close()
 		return nil, err
 	}
-	r := &recommender{cmd: cmd, exited: make(chan error, 1), done: make(chan struct{}),
-		url: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), logPath: logPath}
 	go func() {
-		r.exited <- cmd.Wait()
+		<-proc.Done
 		logFile.Close()
-		close(r.done)
 	}()
+	r := &recommender{proc: proc, url: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), logPath: logPath}
 	return r, nil
 }
 
-// stop sends SIGTERM, and SIGKILL after 30 s, unless the process has exited.
-func (r *recommender) stop() {
-	select {
-	case <-r.done:
-		return
-	default:
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	}
-}
+// stop stops the process unless it has exited.
+func (r *recommender) stop() { r.proc.Stop() }
 
 // alive returns an error once the process has exited.
 func (r *recommender) alive() error {
 	select {
-	case <-r.done:
+	case <-r.proc.Done:
 		return fmt.Errorf("the recommender exited (see %s)", r.logPath)
 	default:
 		return nil

@@ -123,7 +123,7 @@ func measure(ctx context.Context, cl *cluster, bin string) (*results, error) {
 		r.stop()
 		res.errorLines, res.firstErrors = readErrorLines(r.logPath, 5)
 	}()
-	s := &sampler{pid: r.cmd.Process.Pid, url: r.url}
+	s := &sampler{pid: r.proc.Cmd.Process.Pid, url: r.url}
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
 	go s.run(sctx)
@@ -135,7 +135,7 @@ func measure(ctx context.Context, cl *cluster, bin string) (*results, error) {
 		if err := r.alive(); err != nil {
 			return false, err
 		}
-		if r.logCount(`"Policy controller started"`) == 0 || r.logCount(`"Watching workloads"`) < len(policy.DefaultKinds) {
+		if r.logCount(`"Policy controller started"`) == 0 || r.logCount(`"Watching workloads"`) < len(policy.DefaultKinds()) {
 			return false, nil
 		}
 		_, err := scrape(r.url)
@@ -353,7 +353,7 @@ func sleep(ctx context.Context, r *recommender, d time.Duration) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-r.done:
+	case <-r.proc.Done:
 		return r.alive()
 	case <-t.C:
 		return nil

@@ -104,10 +104,11 @@ func measureComponent(ctx context.Context, cfg config, c component, loops int, i
 	defer logFile.Close()
 	logf("starting %s %s (log %s)", c.binary, strings.Join(args, " "), logPath)
 	start := time.Now()
-	cmd, exited, stop, err := startProcess(c.binary, args, logFile)
+	proc, err := benchenv.StartProcess(c.binary, args, logFile)
 	if err != nil {
 		return nil, err
 	}
+	cmd, exited, stop := proc.Cmd, proc.Exited, proc.Stop
 	defer stop()
 
 	res := &componentResult{component: c, binaryMB: float64(st.Size()) / 1e6}

@@ -42,7 +42,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -545,10 +544,11 @@ func measure(ctx context.Context, vpas versioned.Interface, c config) (*results,
 	}
 	logf("starting %s %s (log %s)", c.recommender, strings.Join(args, " "), logPath)
 	start := time.Now()
-	cmd, exited, stop, err := startProcess(c.recommender, args, logFile)
+	proc, err := benchenv.StartProcess(c.recommender, args, logFile)
 	if err != nil {
 		return nil, err
 	}
+	cmd, exited, stop := proc.Cmd, proc.Exited, proc.Stop
 	defer stop()
 
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
@@ -624,38 +624,6 @@ func recommenderArgs(c config, port int) []string {
 		args = append(args, "--vpa-object-namespace="+c.namespace)
 	}
 	return args
-}
-
-// startProcess starts bin with its output in log, and returns the command, a channel that
-// receives its exit, and a function that stops it (SIGTERM, then SIGKILL after 30 s) unless it
-// has exited.
-func startProcess(bin string, args []string, log *os.File) (*exec.Cmd, <-chan error, func(), error) {
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return nil, nil, nil, err
-	}
-	exited := make(chan error, 1)
-	done := make(chan struct{})
-	go func() {
-		exited <- cmd.Wait()
-		close(done)
-	}()
-	stop := func() {
-		select {
-		case <-done:
-			return
-		default:
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}
-	return cmd, exited, stop, nil
 }
 
 // download saves the body of a GET of url to path.

@@ -119,10 +119,11 @@ func measureReplicas(ctx context.Context, kube kubernetes.Interface, vpas versio
 		args := append(recommenderArgs(c, port), fmt.Sprintf("--shards=%d", c.shards), "--leader-elect-lease-duration="+c.leaseDuration.String())
 		args = append(args, strings.Fields(c.extraArgs)...)
 		logf("starting replica %d: %s %s (log %s)", i, c.recommender, strings.Join(args, " "), logPath)
-		cmd, exited, stop, err := startProcess(c.recommender, args, logFile)
+		proc, err := benchenv.StartProcess(c.recommender, args, logFile)
 		if err != nil {
 			return nil, err
 		}
+		cmd, exited, stop := proc.Cmd, proc.Exited, proc.Stop
 		procs = append(procs, &replicaProc{url: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), cmd: cmd, exited: exited, stop: stop, res: &replicaResult{logPath: logPath}})
 	}
 	res := &shardedResults{}

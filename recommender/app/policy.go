@@ -18,9 +18,9 @@ package app
 
 import (
 	"context"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
@@ -46,18 +46,15 @@ func newPolicyController(cfg *rest.Config, o *options.Options, reg prometheus.Re
 // first error.
 func alongside(a, b func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
+		g, ctx := errgroup.WithContext(ctx)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		errs := make(chan error, 2)
-		var wg sync.WaitGroup
-		wg.Go(func() { errs <- a(ctx) })
-		wg.Go(func() { errs <- b(ctx) })
-		first := <-errs
-		cancel()
-		wg.Wait()
-		if first == nil {
-			first = <-errs
+		for _, f := range []func(context.Context) error{a, b} {
+			g.Go(func() error {
+				defer cancel()
+				return f(ctx)
+			})
 		}
-		return first
+		return g.Wait()
 	}
 }

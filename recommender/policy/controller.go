@@ -119,7 +119,7 @@ type Controller struct {
 	mu sync.Mutex
 	// watches are the workload caches by kind; kindErrs why a kind named
 	// by a policy has none.
-	watches  map[schema.GroupKind]*kindWatch
+	watches  map[schema.GroupKind]cache.SharedIndexInformer
 	kindErrs map[schema.GroupKind]error
 	// results are the last plan's counts of each namespace.
 	results map[string]*nsResult
@@ -127,11 +127,6 @@ type Controller struct {
 	// namespace/name: the resource version written ("" for a delete), so
 	// that a plan made before the cache caught up does not write again.
 	pending map[string]pendingWrite
-}
-
-type kindWatch struct {
-	informer   cache.SharedIndexInformer
-	apiVersion string
 }
 
 type nsResult struct {
@@ -166,7 +161,7 @@ func New(o Options, c Clients) *Controller {
 		statuses: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "policy-statuses"}),
 		kinds:    make(chan struct{}, 1),
-		watches:  map[schema.GroupKind]*kindWatch{},
+		watches:  map[schema.GroupKind]cache.SharedIndexInformer{},
 		kindErrs: map[schema.GroupKind]error{},
 		results:  map[string]*nsResult{},
 		pending:  map[string]pendingWrite{},
@@ -270,24 +265,20 @@ func (c *Controller) next(ctx context.Context, q workqueue.TypedRateLimitingInte
 	return true
 }
 
-// sources compiles the policies in the cache; invalid ones are left out.
-func (c *Controller) sources() (out []*Source, invalid map[string]error) {
+// sources compiles the policies in the cache; invalid ones are left out
+// (their status says why).
+func (c *Controller) sources() []*Source {
+	var out []*Source
 	for _, obj := range c.policiesIdx.List() {
 		p, ok := obj.(*policyv1alpha1.VerticalPodAutoscalerPolicy)
 		if !ok || p.DeletionTimestamp != nil {
 			continue
 		}
-		s, err := Compile(p)
-		if err != nil {
-			if invalid == nil {
-				invalid = map[string]error{}
-			}
-			invalid[p.Name] = err
-			continue
+		if s, err := Compile(p); err == nil {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
-	return out, invalid
+	return out
 }
 
 // syncNamespace plans one namespace and writes the plan.
@@ -301,7 +292,7 @@ func (c *Controller) syncNamespace(ctx context.Context, ns string) error {
 		return nil
 	}
 	nsObj := obj.(*corev1.Namespace)
-	sources, _ := c.sources()
+	sources := c.sources()
 	if nsObj.DeletionTimestamp != nil {
 		// Its VPAs go with it: nothing to write, nothing to count.
 		c.record(ns, sources, nil, nil)

@@ -19,6 +19,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -32,7 +33,7 @@ import (
 // workloads returns the namespace's workloads and the kinds not known yet.
 func (c *Controller) workloads(ns string, want []*Source) ([]*Workload, map[schema.GroupKind]bool) {
 	c.mu.Lock()
-	watches := make(map[schema.GroupKind]*kindWatch, len(c.watches))
+	watches := make(map[schema.GroupKind]cache.SharedIndexInformer, len(c.watches))
 	for gk, w := range c.watches {
 		watches[gk] = w
 	}
@@ -40,13 +41,13 @@ func (c *Controller) workloads(ns string, want []*Source) ([]*Workload, map[sche
 	unwatched := map[schema.GroupKind]bool{}
 	for _, s := range want {
 		for gk := range s.kinds {
-			if w, ok := watches[gk]; !ok || !w.informer.HasSynced() {
+			if w, ok := watches[gk]; !ok || !w.HasSynced() {
 				unwatched[gk] = true
 			}
 		}
 	}
-	for _, gk := range DefaultKinds {
-		if w, ok := watches[gk]; !ok || !w.informer.HasSynced() {
+	for gk := range builtin {
+		if w, ok := watches[gk]; !ok || !w.HasSynced() {
 			unwatched[gk] = true
 		}
 	}
@@ -55,7 +56,7 @@ func (c *Controller) workloads(ns string, want []*Source) ([]*Workload, map[sche
 		if unwatched[gk] {
 			continue
 		}
-		objs, err := w.informer.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
+		objs, err := w.GetIndexer().ByIndex(cache.NamespaceIndex, ns)
 		if err != nil {
 			unwatched[gk] = true
 			continue
@@ -72,11 +73,8 @@ func (c *Controller) workloads(ns string, want []*Source) ([]*Workload, map[sche
 // ensureKinds starts a cache for every kind the policies name, and the
 // well-known ones.
 func (c *Controller) ensureKinds(ctx context.Context) {
-	want := map[schema.GroupKind]bool{}
-	for _, gk := range DefaultKinds {
-		want[gk] = true
-	}
-	sources, _ := c.sources()
+	want := DefaultKinds()
+	sources := c.sources()
 	for _, s := range sources {
 		for gk := range s.kinds {
 			want[gk] = true
@@ -142,7 +140,7 @@ func (c *Controller) resolve(ctx context.Context, gk schema.GroupKind) (schema.G
 // cluster-scoped or has no scale subresource.
 func scalable(list *metav1.APIResourceList, gv schema.GroupVersion, kind string) (schema.GroupVersionResource, bool, error) {
 	for _, r := range list.APIResources {
-		if r.Kind != kind || containsSlash(r.Name) {
+		if r.Kind != kind || strings.Contains(r.Name, "/") {
 			continue
 		}
 		if !r.Namespaced {
@@ -156,15 +154,6 @@ func scalable(list *metav1.APIResourceList, gv schema.GroupVersion, kind string)
 		return schema.GroupVersionResource{}, false, fmt.Errorf("%s %s has no scale subresource", gv, kind)
 	}
 	return schema.GroupVersionResource{}, false, nil
-}
-
-func containsSlash(s string) bool {
-	for i := range len(s) {
-		if s[i] == '/' {
-			return true
-		}
-	}
-	return false
 }
 
 // watch starts the metadata cache of one kind; once it has synced, every
@@ -188,7 +177,7 @@ func (c *Controller) watch(ctx context.Context, gk schema.GroupKind, gvr schema.
 		return
 	}
 	c.mu.Lock()
-	c.watches[gk] = &kindWatch{informer: inf, apiVersion: apiVersion}
+	c.watches[gk] = inf
 	c.mu.Unlock()
 	go inf.RunWithContext(ctx)
 	go func() {

@@ -39,16 +39,14 @@ import (
 // as the source of a managed VPA.
 const NamespaceLabelSource = policyv1alpha1.NamespaceLabelSource
 
-// DefaultKinds are the kinds a policy without kinds covers: the well-known
-// controllers.
-var DefaultKinds = []schema.GroupKind{
-	{Group: "apps", Kind: "Deployment"},
-	{Group: "apps", Kind: "StatefulSet"},
-	{Group: "apps", Kind: "DaemonSet"},
-	{Group: "apps", Kind: "ReplicaSet"},
-	{Group: "batch", Kind: "CronJob"},
-	{Group: "batch", Kind: "Job"},
-	{Group: "", Kind: "ReplicationController"},
+// DefaultKinds returns the kinds a policy without kinds, and the namespace
+// label, cover: the well-known controllers (builtin).
+func DefaultKinds() map[schema.GroupKind]bool {
+	out := make(map[schema.GroupKind]bool, len(builtin))
+	for gk := range builtin {
+		out[gk] = true
+	}
+	return out
 }
 
 // Workload is what the controller reads of a workload: its identity, its
@@ -100,13 +98,11 @@ func Compile(p *policyv1alpha1.VerticalPodAutoscalerPolicy) (*Source, error) {
 			return nil, fmt.Errorf("spec.selector: %w", err)
 		}
 	}
-	kinds := map[schema.GroupKind]bool{}
-	for _, k := range p.Spec.Kinds {
-		kinds[schema.GroupKind{Group: k.APIGroup, Kind: k.Kind}] = true
-	}
-	if len(kinds) == 0 {
-		for _, gk := range DefaultKinds {
-			kinds[gk] = true
+	kinds := DefaultKinds()
+	if len(p.Spec.Kinds) > 0 {
+		kinds = map[schema.GroupKind]bool{}
+		for _, k := range p.Spec.Kinds {
+			kinds[schema.GroupKind{Group: k.APIGroup, Kind: k.Kind}] = true
 		}
 	}
 	return &Source{
@@ -139,12 +135,8 @@ func NamespaceSource(nsLabels map[string]string) (*Source, error) {
 	if !slices.Contains(NamespaceModes, mode) {
 		return nil, fmt.Errorf("label %s=%q is not one of %v", policyv1alpha1.LabelNamespaceUpdateMode, v, NamespaceModes)
 	}
-	kinds := map[schema.GroupKind]bool{}
-	for _, gk := range DefaultKinds {
-		kinds[gk] = true
-	}
 	return &Source{
-		namespaces: labels.Everything(), workloads: labels.Everything(), kinds: kinds,
+		namespaces: labels.Everything(), workloads: labels.Everything(), kinds: DefaultKinds(),
 		template: policyv1alpha1.VerticalPodAutoscalerTemplate{UpdatePolicy: &vpav1.PodUpdatePolicy{UpdateMode: &mode}},
 	}, nil
 }
@@ -189,11 +181,6 @@ type Plan struct {
 	Displaced []Displacement
 	// Policies are the counts by policy name.
 	Policies map[string]*Counts
-}
-
-// Empty reports whether the plan writes nothing.
-func (p *Plan) Empty() bool {
-	return len(p.Creates) == 0 && len(p.Updates) == 0 && len(p.Deletes) == 0
 }
 
 // Input is what a namespace is planned from.

@@ -265,7 +265,7 @@ func TestNamespaceLabelInvalid(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Sometimes") {
 		t.Errorf("err %v, want one naming the value", err)
 	}
-	if !plan.Empty() {
+	if len(plan.Creates)+len(plan.Updates)+len(plan.Deletes) != 0 {
 		t.Errorf("plan %+v, want nothing", plan)
 	}
 }

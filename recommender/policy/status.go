@@ -98,7 +98,7 @@ func (c *Controller) summary(p *policyv1alpha1.VerticalPodAutoscalerPolicy) *Sum
 		for _, gk := range src.Kinds() {
 			if err := c.kindErrs[gk]; err != nil {
 				s.Unwatched = append(s.Unwatched, err.Error())
-			} else if w, ok := c.watches[gk]; !ok || !w.informer.HasSynced() {
+			} else if w, ok := c.watches[gk]; !ok || !w.HasSynced() {
 				s.Unwatched = append(s.Unwatched, fmt.Sprintf("%s: waiting for its cache (the recommender needs list and watch on it)", kindName(gk)))
 			}
 		}

@@ -16,15 +16,18 @@ limitations under the License.
 
 // Package benchenv holds what the scale harnesses under hack/ (scale-test,
 // policy-scale) share about the cluster they run against: where its
-// kubeconfig is, how their Deployments spread over namespaces, and a free
-// local port for a component's metrics.
+// kubeconfig is, how their Deployments spread over namespaces, a free local
+// port for a component's metrics, and the component's process.
 package benchenv
 
 import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"syscall"
+	"time"
 )
 
 // DefaultKubeconfig is $KUBECONFIG, else the local cluster's
@@ -66,4 +69,46 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Process is a component started by StartProcess.
+type Process struct {
+	Cmd *exec.Cmd
+	// Exited receives the process's exit once.
+	Exited <-chan error
+	// Done is closed when the process has exited.
+	Done <-chan struct{}
+}
+
+// StartProcess starts bin with its output in log.
+func StartProcess(bin string, args []string, log *os.File) (*Process, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		exited <- cmd.Wait()
+		close(done)
+	}()
+	return &Process{Cmd: cmd, Exited: exited, Done: done}, nil
+}
+
+// Stop sends SIGTERM, and SIGKILL after 30 s, unless the process has exited,
+// and returns once it has.
+func (p *Process) Stop() {
+	select {
+	case <-p.Done:
+		return
+	default:
+	}
+	_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.Done:
+	case <-time.After(30 * time.Second):
+		_ = p.Cmd.Process.Kill()
+		<-p.Done
+	}
 }

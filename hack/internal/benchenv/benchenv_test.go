@@ -17,6 +17,8 @@ limitations under the License.
 package benchenv
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 )
@@ -59,4 +61,26 @@ func TestFreePort(t *testing.T) {
 	if err != nil || p <= 0 {
 		t.Errorf("port %d, %v", p, err)
 	}
+}
+
+func TestProcess(t *testing.T) {
+	log, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	p, err := StartProcess("sleep", []string{"30"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Done:
+		t.Fatal("done before it was stopped")
+	default:
+	}
+	p.Stop()
+	if err := <-p.Exited; err == nil {
+		t.Error("a process stopped by SIGTERM exited without an error")
+	}
+	p.Stop() // once exited, Stop returns at once
 }
