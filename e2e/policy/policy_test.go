@@ -30,6 +30,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -42,6 +44,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	vpav1 "github.com/openvpa/openvpa/apis/autoscaling/v1"
@@ -550,4 +554,101 @@ func TestValidation(t *testing.T) {
 	if _, err := e.vpa.OpenvpaV1alpha1().VerticalPodAutoscalerPolicies().Create(context.Background(), p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
 		t.Errorf("kinds of two groups: %v", err)
 	}
+}
+
+// TestCustomKind: a policy naming a custom resource kind with the scale
+// subresource gives its objects VPAs once the recommender may list and
+// watch it (docs/policies.md: rbac.extraRules); a kind without the scale
+// subresource is reported on the policy, not watched.
+func TestCustomKind(t *testing.T) {
+	e := setup(t)
+	ns := e.namespace(t, true)
+	group := e.id + ".e2e.openvpa.io"
+	crd := func(kind, plural string, scale bool) string {
+		sub := "      status: {}\n"
+		if scale {
+			sub += "      scale:\n        specReplicasPath: .spec.replicas\n        statusReplicasPath: .status.replicas\n        labelSelectorPath: .status.selector\n"
+		}
+		return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %[2]s.%[1]s
+spec:
+  group: %[1]s
+  names: {kind: %[3]s, plural: %[2]s, singular: %[4]s, listKind: %[3]sList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+%[5]s    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+`, group, plural, kind, strings.ToLower(kind), sub)
+	}
+	// The grant a user adds for a custom kind, as the chart's rbac.extraRules does.
+	grant := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: openvpa-e2e:%[1]s
+rules:
+- apiGroups: ["%[1]s"]
+  resources: ["scalers", "plains"]
+  verbs: ["list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: openvpa-e2e:%[1]s
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "openvpa-e2e:%[1]s"}
+subjects:
+- {kind: ServiceAccount, name: vpa-recommender, namespace: kube-system}
+`, group)
+	path := filepath.Join(t.TempDir(), "objects.yaml")
+	if err := os.WriteFile(path, []byte(crd("Scaler", "scalers", true)+"---\n"+crd("Plain", "plains", false)+"---\n"+grant), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.c.Kubectl(t, "apply", "-f", path)
+	t.Cleanup(func() { _, _ = e.c.KubectlE("delete", "-f", path, "--wait=false") })
+	e.c.Kubectl(t, "wait", "--for=condition=Established", "--timeout=60s", "crd/scalers."+group, "crd/plains."+group)
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "scalers"}
+	framework.WaitFor(t, timeout, func() (bool, error) {
+		_, err := e.c.Dynamic.Resource(gvr).Namespace(ns).Create(context.Background(), &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": group + "/v1", "kind": "Scaler",
+			"metadata": map[string]any{"name": "custom"},
+			"spec":     map[string]any{"replicas": int64(1)},
+		}}, metav1.CreateOptions{})
+		return err == nil, err
+	})
+
+	pol := e.policyName("custom")
+	e.createPolicy(t, pol, 0, vpav1.UpdateModeOff, nil)
+	e.updatePolicy(t, pol, func(p *policyv1alpha1.VerticalPodAutoscalerPolicy) {
+		p.Spec.Kinds = []policyv1alpha1.WorkloadKind{{APIGroup: group, Kind: "Scaler"}}
+	})
+	e.run(t)
+	got := e.waitForVPAs(t, ns, map[string]managed{"scaler-custom": {policy: pol, mode: vpav1.UpdateModeOff}})
+	if ref := got["scaler-custom"].Spec.TargetRef; ref.APIVersion != group+"/v1" || ref.Kind != "Scaler" || ref.Name != "custom" {
+		t.Errorf("targetRef %+v", ref)
+	}
+	e.waitForStatus(t, pol, 1, 1, 0)
+
+	// A kind without the scale subresource is refused, and its VPAs are kept.
+	e.updatePolicy(t, pol, func(p *policyv1alpha1.VerticalPodAutoscalerPolicy) {
+		p.Spec.Kinds = append(p.Spec.Kinds, policyv1alpha1.WorkloadKind{APIGroup: group, Kind: "Plain"})
+	})
+	framework.WaitFor(t, timeout, func() (bool, error) {
+		p, err := e.vpa.OpenvpaV1alpha1().VerticalPodAutoscalerPolicies().Get(context.Background(), pol, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(p.Status.Conditions, policyv1alpha1.ConditionReady)
+		if c == nil || c.ObservedGeneration != p.Generation || c.Reason != "KindNotWatched" || !strings.Contains(c.Message, "no scale subresource") {
+			return false, fmt.Errorf("Ready %+v", c)
+		}
+		return true, nil
+	})
+	e.waitForVPAs(t, ns, map[string]managed{"scaler-custom": {policy: pol, mode: vpav1.UpdateModeOff}})
 }
