@@ -19,7 +19,8 @@ limitations under the License.
 // hung, scaled to zero and uninstalled, kubelet, containerd, kube-apiserver and etcd restarts,
 // every container killed, a metrics-server outage and a drain. Throughout, a prober creates a
 // dry-run pod of a workload with a recommendation every 200 ms and checks that the admission chain
-// gave it the recommendation.
+// gave it the recommendation. During the rollouts, the updater keeps evicting a churn workload,
+// and every eviction the API server answers is counted by response code.
 //
 // Like e2e/realnode, the components act on every namespace and the faults stop parts of the
 // cluster: hack/test.sh runs this package alone.
@@ -88,14 +89,17 @@ func TestFaults(t *testing.T) {
 	go s.probe.run(ctx)
 
 	// Each rollout changes the Deployment's arguments, as an upgrade does. The recommender's
-	// also writes checkpoints every 30 s, which the restarts below compare.
+	// also writes checkpoints every 30 s, which the restarts below compare. Meanwhile the
+	// updater keeps evicting the churn workload's pods.
+	churn := s.startChurn(t)
 	for _, r := range []struct{ name, lease, arg string }{
 		{"vpa-admission-controller", "", "--v=3"},
 		{"vpa-recommender", "vpa-recommender-lease", "--checkpoints-write-interval=30s"},
 		{"vpa-updater", "vpa-updater", "--v=3"},
 	} {
-		t.Run("rolling upgrade of "+r.name, func(t *testing.T) { s.rollout(t, r.name, r.lease, r.arg) })
+		t.Run("rolling upgrade of "+r.name, func(t *testing.T) { s.rollout(t, r.name, r.lease, r.arg, churn) })
 	}
+	churn.stop(t)
 	t.Run("metrics-server down, the admission controller hung and scaled to zero meanwhile", s.metricsOutage)
 	t.Run("kubelet, containerd and every container restarted", s.nodeRestarts)
 	for _, proc := range []string{"kube-apiserver", "etcd"} {
@@ -106,8 +110,9 @@ func TestFaults(t *testing.T) {
 }
 
 // rollout adds arg to the component's container and waits for the rollout: no probe pod goes
-// unpatched, and the Lease (if any) passes from holder to holder within the lease duration.
-func (s *suite) rollout(t *testing.T, name, lease, arg string) {
+// unpatched, the Lease (if any) passes from holder to holder within the lease duration, and from
+// the start of the rollout to the first eviction after it, no eviction fails.
+func (s *suite) rollout(t *testing.T, name, lease, arg string, ch *churn) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var handovers chan []handover
@@ -116,6 +121,7 @@ func (s *suite) rollout(t *testing.T, name, lease, arg string) {
 		go func() { handovers <- s.watchLease(ctx, lease) }()
 	}
 	start := time.Now()
+	evictions := s.evictionsSince(t, nil)
 	s.c.Kubectl(t, "patch", "deployment", name, "-n", system, "--type=json",
 		"-p", fmt.Sprintf(`[{"op":"add","path":"/spec/template/spec/containers/0/args/-","value":%q}]`, arg))
 	s.e.WaitRolledOut(t, name, 4*time.Minute)
@@ -133,11 +139,40 @@ func (s *suite) rollout(t *testing.T, name, lease, arg string) {
 			}
 		}
 	}
+	s.evictionAfterRollout(t)
+	ev, st := s.evictionsSince(t, evictions), ch.state()
+	t.Logf("evictions from the start of the rollout of %s to the first after it, by response code: %s (updater pods read %d, recommendations written %d, last churn error %v)",
+		name, describeCodes(ev), st.read, st.flips, st.err)
+	for code, n := range ev {
+		if code != "201" {
+			t.Errorf("the API server answered %v evictions with %s during the rollout of %s", n, code, name)
+		}
+	}
+	if len(st.failed) > 0 {
+		t.Errorf("updater pods counted failed evictions: %v", st.failed)
+	}
 	w := s.probe.window(start, time.Now())
 	t.Logf("during the rollout of %s: %v", name, w)
 	if w.created == 0 || w.unpatched != 0 || w.failed != 0 {
 		t.Errorf("rollout of %s: %v (last error %v); want pods, all patched", name, w, w.lastErr)
 	}
+}
+
+// evictionAfterRollout waits for an eviction after the rollout: the churn keeps pods due, so
+// the updater's next loop evicts one, and the window of the rollout's counts spans at least one
+// loop of the updater's leader.
+func (s *suite) evictionAfterRollout(t *testing.T) {
+	rolledOut := s.evictionsSince(t, nil)
+	framework.WaitFor(t, framework.ShippedLoopInterval+framework.ShippedLeaseDuration+time.Minute, func() (bool, error) {
+		now, err := s.evictionCodes(context.Background())
+		if err != nil {
+			return false, err
+		}
+		if now["201"] > rolledOut["201"] {
+			return true, nil
+		}
+		return false, fmt.Errorf("no eviction since the rollout; evictions by code: %s", describeCodes(now))
+	})
 }
 
 type handover struct {

@@ -171,7 +171,7 @@ func (u *Updater) Run(ctx context.Context, interval time.Duration, onLoop func()
 	defer ticker.Stop()
 	for {
 		runCtx, cancel := context.WithTimeout(ctx, interval)
-		if err := u.RunOnce(runCtx); err != nil {
+		if err := u.RunOnce(runCtx); err != nil && !stopping(runCtx) {
 			klog.FromContext(ctx).Error(err, "Updater loop failed")
 		}
 		cancel()
@@ -397,12 +397,22 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 			restr.RecordEviction(c.pod)
 			continue
 		}
+		if stopping(ctx) {
+			logger.V(2).Info("Updater stopping; the remaining evictions are left to the next leader's loop")
+			break
+		}
 		if err := u.evictLimiter.Wait(ctx); err != nil {
+			if stopping(ctx) {
+				break
+			}
 			m.FailedEvictions.WithLabelValues(size, string(mode), "EvictionRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
 			logger.V(2).Info("Eviction rate limiter wait failed", "err", err)
 			break
 		}
-		if err := u.d.Evicter.Evict(ctx, c.pod, vpa); err != nil {
+		reqCtx, cancel := inFlight(ctx)
+		err := u.d.Evicter.Evict(reqCtx, c.pod, vpa)
+		cancel()
+		if err != nil {
 			m.FailedEvictions.WithLabelValues(size, string(mode), "EvictionError", vpa.Name, vpa.Namespace).Inc()
 			if errors.Is(err, eviction.ErrRefused) {
 				logger.V(2).Info("Eviction refused; retrying in a later loop", "pod", klog.KObj(c.pod), "err", err)
@@ -424,6 +434,27 @@ func (u *Updater) processVPA(ctx context.Context, vpa *vpav1.VerticalPodAutoscal
 		m.VPAsWithEvictedPods.WithLabelValues(size, string(mode)).Inc()
 	}
 	m.ExecutionLatency.WithLabelValues("EvictPods").Observe(u.d.Clock.Since(step).Seconds())
+}
+
+// requestTimeout bounds one eviction or resize, including one in flight
+// when the updater stops.
+const requestTimeout = 10 * time.Second
+
+// stopping reports whether the loop's context was cancelled, rather than
+// having passed its deadline: the updater is stopping, on a signal or on
+// losing its Lease. The updates not started then are not failures; the
+// next leader's loop does them.
+func stopping(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// inFlight is the context of one eviction or resize the loop started: it
+// keeps ctx's values but not its cancellation, so that a request in
+// flight when the updater stops completes (within requestTimeout) and its
+// outcome is recorded, instead of being abandoned with the API server's
+// answer unknown.
+func inFlight(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), requestTimeout)
 }
 
 // inPlace resizes the candidates it can and returns those to evict instead.
@@ -475,11 +506,20 @@ func (u *Updater) inPlace(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 			restr.RecordInPlaceUpdate(pod)
 			continue
 		}
+		if stopping(ctx) {
+			logger.V(2).Info("Updater stopping; the remaining in-place updates are left to the next leader's loop")
+			break
+		}
 		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
+			if stopping(ctx) {
+				break
+			}
 			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
 			break
 		}
-		requested, err := u.d.Resizer.Resize(ctx, pod, c.resources, c.observed, now)
+		reqCtx, cancel := inFlight(ctx)
+		requested, err := u.d.Resizer.Resize(reqCtx, pod, c.resources, c.observed, now)
+		cancel()
 		if err != nil && requested == nil {
 			reason := "InPlaceUpdateError"
 			if isNodeCapacity(err) {
@@ -589,8 +629,13 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 	var wg sync.WaitGroup
 	started := 0
 	for _, j := range jobs {
+		if stopping(ctx) {
+			break
+		}
 		if err := u.inPlaceLimiter.Wait(ctx); err != nil {
-			m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			if !stopping(ctx) {
+				m.FailedInPlaceUpdates.WithLabelValues(size, "InPlaceUpdateRateLimiterWaitFailed", vpa.Name, vpa.Namespace).Inc()
+			}
 			break
 		}
 		slots <- struct{}{}
@@ -599,7 +644,9 @@ func (u *Updater) unboost(ctx context.Context, vpa *vpav1.VerticalPodAutoscaler,
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			j.err = u.d.Resizer.Unboost(ctx, j.pod, j.resources, j.keys)
+			reqCtx, cancel := inFlight(ctx)
+			defer cancel()
+			j.err = u.d.Resizer.Unboost(reqCtx, j.pod, j.resources, j.keys)
 		}()
 	}
 	wg.Wait()

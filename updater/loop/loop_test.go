@@ -27,6 +27,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,12 +107,19 @@ type fakeResizer struct {
 	refused     []string
 	// resizeErr is what Resize returns, with no requests.
 	resizeErr error
+	// onResize, when set, runs in each Resize; its error is Resize's.
+	onResize func(ctx context.Context) error
 }
 
-func (f *fakeResizer) Resize(_ context.Context, pod *corev1.Pod, _ []recommendation.ContainerResources, _ map[string]bool, _ time.Time) (map[string]corev1.ResourceList, error) {
+func (f *fakeResizer) Resize(ctx context.Context, pod *corev1.Pod, _ []recommendation.ContainerResources, _ map[string]bool, _ time.Time) (map[string]corev1.ResourceList, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.resized = append(f.resized, pod.Name)
+	if f.onResize != nil {
+		if err := f.onResize(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if f.resizeErr != nil {
 		return nil, f.resizeErr
 	}
@@ -168,6 +176,10 @@ type harness struct {
 	metrics     *Metrics
 	fit         func(*vpav1.VerticalPodAutoscaler, *corev1.Pod) recommendation.Fit
 	scalePoints ScalePointKeeper
+	// ctx is the run's context and evicter its Evicter; nil for
+	// context.Background() and noEvicter.
+	ctx     context.Context
+	evicter Evicter
 }
 
 // countingKeeper counts its syncs.
@@ -192,6 +204,13 @@ func newHarness(t *testing.T) *harness {
 
 func (h *harness) run() {
 	h.t.Helper()
+	ctx, evicter := h.ctx, h.evicter
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if evicter == nil {
+		evicter = noEvicter{t: h.t}
+	}
 	u := New(h.cfg, Deps{
 		VPAs:        fakeList[*vpav1.VerticalPodAutoscaler](h.vpas),
 		Pods:        fakeList[*corev1.Pod](h.pods),
@@ -199,7 +218,7 @@ func (h *harness) run() {
 		Resolver:    fakeResolver{},
 		Counter:     liveCounter{},
 		Status:      h.status,
-		Evicter:     noEvicter{t: h.t},
+		Evicter:     evicter,
 		Resizer:     h.resizer,
 		Recorder:    h.recorder,
 		Metrics:     h.metrics,
@@ -207,7 +226,7 @@ func (h *harness) run() {
 		Fit:         h.fit,
 		ScalePoints: h.scalePoints,
 	})
-	if err := u.RunOnce(context.Background()); err != nil && h.status.err == nil {
+	if err := u.RunOnce(ctx); err != nil && h.status.err == nil && ctx.Err() == nil {
 		h.t.Fatalf("RunOnce: %v", err)
 	}
 }
@@ -452,4 +471,81 @@ func TestScalePointsFollowTheStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stopOnFirst is an updater being stopped while its first request is in
+// flight: that request cancels the run's context (SIGTERM, or the Lease
+// lost) and then answers as a client does, with the error of the context
+// it was given, if any.
+type stopOnFirst struct {
+	stop  context.CancelFunc
+	calls []string
+}
+
+func (s *stopOnFirst) request(ctx context.Context, pod string) error {
+	s.calls = append(s.calls, pod)
+	s.stop()
+	return ctx.Err()
+}
+
+func (s *stopOnFirst) Evict(ctx context.Context, pod *corev1.Pod, _ *vpav1.VerticalPodAutoscaler) error {
+	return s.request(ctx, pod.Name)
+}
+
+// TestStoppingMidLoop: an updater told to stop while an eviction or a
+// resize is in flight lets that request complete and records it, then
+// starts no other, and counts no failure: the updates it did not start are
+// the next leader's. Before, the request was abandoned with its context,
+// its outcome unknown, and both it and the next pod's rate-limiter wait
+// were counted as failed attempts, so every rolling upgrade of the updater
+// could raise vpa_updater_failed_eviction_attempts_total.
+func TestStoppingMidLoop(t *testing.T) {
+	for _, mode := range []vpav1.UpdateMode{vpav1.UpdateModeRecreate, vpav1.UpdateModeInPlace} {
+		t.Run(string(mode), func(t *testing.T) {
+			h := newHarness(t)
+			h.cfg.InPlace = true
+			ctx, stop := context.WithCancel(context.Background())
+			defer stop()
+			h.ctx = ctx
+			s := &stopOnFirst{stop: stop}
+			h.evicter = s
+			h.resizer.onResize = func(ctx context.Context) error { return s.request(ctx, "resize") }
+			h.vpas = []*vpav1.VerticalPodAutoscaler{newVPA("web", mode)}
+			// Four pods far below the recommendation: two may be updated
+			// at once (tolerance 0.5).
+			for i := range 4 {
+				h.pods = append(h.pods, newPod("web", i, "100m"))
+			}
+			h.run()
+			if len(s.calls) != 1 {
+				t.Errorf("requests %v, want one: none started after the stop", s.calls)
+			}
+			if n := total(t, h.metrics.FailedEvictions) + total(t, h.metrics.FailedInPlaceUpdates); n != 0 {
+				t.Errorf("%v failed attempts counted, want 0", n)
+			}
+			done := total(t, h.metrics.EvictedPods) + total(t, h.metrics.InPlaceUpdatedPods)
+			if done != 1 {
+				t.Errorf("%v updates recorded, want the one in flight", done)
+			}
+		})
+	}
+}
+
+// total sums the counters a collector holds.
+func total(t *testing.T, c prometheus.Collector) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() {
+		c.Collect(ch)
+		close(ch)
+	}()
+	var sum float64
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		sum += pb.GetCounter().GetValue()
+	}
+	return sum
 }
