@@ -239,8 +239,8 @@ func holderIsOneOf(l *coordinationv1.Lease, pods []corev1.Pod) bool {
 
 // metricsOutage stops metrics-server for 10 minutes. The recommendation stays, the failed reads
 // show in the recommender's metrics, and its memory stays flat. Meanwhile the admission
-// controller is hung (SIGSTOP) and then scaled to zero: no pod creation waits longer than the
-// webhook's timeout, and with no replica left the registration is gone.
+// controller is hung (SIGSTOP), crashed (SIGKILL) and then scaled to zero: no pod creation waits
+// longer than the webhook's timeout, and with no replica left the registration is gone.
 func (s *suite) metricsOutage(t *testing.T) {
 	const errorsSeries = `vpa_recommender_metric_server_responses{client_name="metrics-server",is_error="true"}`
 	// The failed-read series appears with the first failure: absent reads as 0.
@@ -256,6 +256,7 @@ func (s *suite) metricsOutage(t *testing.T) {
 	}()
 
 	t.Run("admission controller hung", s.admissionHung)
+	t.Run("admission controller crashed", s.admissionCrashed)
 	t.Run("admission controller scaled to zero", s.admissionScaledToZero)
 
 	timer := time.NewTimer(time.Until(start.Add(outage)))
@@ -321,6 +322,38 @@ func (s *suite) admissionHung(t *testing.T) {
 		t.Errorf("while hung: %v; want creations held at most the webhook timeout %v", w, webhookTimeout)
 	}
 	s.waitPatched(t)
+}
+
+// admissionCrashed kills every admission controller process (SIGKILL), as a crash does: a
+// crashed replica cannot remove the registration, yet no pod creation waits longer than the
+// webhook's timeout, and once the kubelet has restarted both, pods are patched again.
+func (s *suite) admissionCrashed(t *testing.T) {
+	pids, err := framework.ProcessesNamed("vpa-admission-controller")
+	if err != nil || len(pids) != 2 {
+		t.Fatalf("admission controller processes %v: %v", pids, err)
+	}
+	before := s.e.Restarts(t)
+	start := time.Now()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	framework.WaitFor(t, 3*time.Minute, func() (bool, error) {
+		pods, restarts := s.e.Pods(t, system, "app=vpa-admission-controller"), s.e.Restarts(t)
+		for _, p := range pods {
+			if restarts[p.Name] <= before[p.Name] || !framework.PodReady(&p) {
+				return false, fmt.Errorf("%s: not yet restarted and ready", p.Name)
+			}
+		}
+		return len(pods) == 2, nil
+	})
+	s.waitPatched(t)
+	w := s.probe.window(start, time.Now())
+	t.Logf("from the crash until both replicas were restarted and ready (%v): %v", time.Since(start).Round(time.Second), w)
+	if w.created == 0 || w.slowest > webhookTimeout+2*time.Second {
+		t.Errorf("while crashed: %v; want creations held at most the webhook timeout %v", w, webhookTimeout)
+	}
 }
 
 // admissionScaledToZero: the last replica to stop removes the registration, so pod creation
