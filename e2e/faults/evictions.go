@@ -279,7 +279,8 @@ func (s *suite) evictionCodes(ctx context.Context) (map[string]float64, error) {
 	return out, nil
 }
 
-// evictionsSince returns, by response code, the evictions the API server answered since before.
+// evictionsSince returns, by response code, the evictions the API server answered since before
+// (all of them for a nil before).
 func (s *suite) evictionsSince(t *testing.T, before map[string]float64) map[string]float64 {
 	t.Helper()
 	var now map[string]float64
