@@ -20,8 +20,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -300,22 +302,14 @@ func (s *suite) evictionsSince(t *testing.T, before map[string]float64) map[stri
 
 // describeCodes prints counts by code in a stable order.
 func describeCodes(m map[string]float64) string {
-	codes := make([]string, 0, len(m))
-	for code := range m {
-		codes = append(codes, code)
+	parts := []string{}
+	for _, code := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%v × %s", m[code], code))
 	}
-	sort.Strings(codes)
-	out := ""
-	for i, code := range codes {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%v × %s", m[code], code)
-	}
-	if out == "" {
+	if len(parts) == 0 {
 		return "none"
 	}
-	return out
+	return strings.Join(parts, ", ")
 }
 
 // stop deletes the churn workload, so that the faults after the rollouts see only the prober's.

@@ -564,30 +564,6 @@ func TestCustomKind(t *testing.T) {
 	e := setup(t)
 	ns := e.namespace(t, true)
 	group := e.id + ".e2e.openvpa.io"
-	crd := func(kind, plural string, scale bool) string {
-		sub := "      status: {}\n"
-		if scale {
-			sub += "      scale:\n        specReplicasPath: .spec.replicas\n        statusReplicasPath: .status.replicas\n        labelSelectorPath: .status.selector\n"
-		}
-		return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: %[2]s.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: %[3]s, plural: %[2]s, singular: %[4]s, listKind: %[3]sList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-%[5]s    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, group, plural, kind, strings.ToLower(kind), sub)
-	}
 	// The grant a user adds for a custom kind, as the chart's rbac.extraRules does.
 	grant := fmt.Sprintf(`apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -607,7 +583,7 @@ subjects:
 - {kind: ServiceAccount, name: vpa-recommender, namespace: kube-system}
 `, group)
 	path := filepath.Join(t.TempDir(), "objects.yaml")
-	if err := os.WriteFile(path, []byte(crd("Scaler", "scalers", true)+"---\n"+crd("Plain", "plains", false)+"---\n"+grant), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(framework.CustomKindCRD(group, "Scaler", "scalers", true)+"---\n"+framework.CustomKindCRD(group, "Plain", "plains", false)+"---\n"+grant), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	e.c.Kubectl(t, "apply", "-f", path)

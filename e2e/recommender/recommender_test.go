@@ -355,29 +355,7 @@ func TestCustomResourceWithScaleSubresource(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	group := e.ns + ".e2e.openvpa.io"
-	crd := fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: scalers.%[1]s
-spec:
-  group: %[1]s
-  names: {kind: Scaler, plural: scalers, singular: scaler, listKind: ScalerList}
-  scope: Namespaced
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {}
-      scale:
-        specReplicasPath: .spec.replicas
-        statusReplicasPath: .status.replicas
-        labelSelectorPath: .status.selector
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-`, group)
+	crd := framework.CustomKindCRD(group, "Scaler", "scalers", true)
 	path := filepath.Join(t.TempDir(), "crd.yaml")
 	if err := os.WriteFile(path, []byte(crd), 0o600); err != nil {
 		t.Fatal(err)
